@@ -1,0 +1,1 @@
+"""Poly-EPO for TRL."""

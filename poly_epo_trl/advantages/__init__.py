@@ -1,0 +1,28 @@
+"""Set-RL advantages: the marginal set advantage, its set objectives and the paper's baselines."""
+
+from .baselines import diversity_bonus, group_relative_advantages
+from .objectives import (
+    BUILTIN_OBJECTIVES,
+    DEGENERATE_CLUSTER_ID,
+    distinct_clusters,
+    mean_objective,
+    pass_at_n_objective,
+    polychromic_objective,
+    resolve_objective,
+)
+from .set_advantages import ESTIMATORS, REDUCTIONS, marginal_set_advantages
+
+__all__ = [
+    "BUILTIN_OBJECTIVES",
+    "DEGENERATE_CLUSTER_ID",
+    "ESTIMATORS",
+    "REDUCTIONS",
+    "distinct_clusters",
+    "diversity_bonus",
+    "group_relative_advantages",
+    "marginal_set_advantages",
+    "mean_objective",
+    "pass_at_n_objective",
+    "polychromic_objective",
+    "resolve_objective",
+]
