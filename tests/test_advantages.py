@@ -239,3 +239,18 @@ def test_dr_grpo_and_diversity_bonus():
     torch.testing.assert_close(
         bonus[0], torch.tensor([0.5 * (4 / 2 - 1) / 3, 0.5 * (4 / 2 - 1) / 3, 0.5, 0.0]).double()
     )
+
+
+def test_return_baseline_is_the_mean_set_value():
+    rewards = torch.tensor([[1.0, 0.0, 1.0, 1.0, 0.0], [1.0, math.nan, math.nan, math.nan, 0.0]], dtype=torch.float64)
+    clusters = torch.tensor([[0, 1, 2, 0, 100], [0, 1, 2, 3, 4]])
+    adv, baseline = marginal_set_advantages(rewards, clusters, 3, return_baseline=True)
+    torch.testing.assert_close(adv, marginal_set_advantages(rewards, clusters, 3))
+    from itertools import combinations
+
+    from brute_force import set_value
+
+    sets = list(combinations(range(5), 3))
+    values = [set_value(rewards[0, list(s)].tolist(), clusters[0, list(s)].tolist(), "polychromic") for s in sets]
+    assert abs(baseline[0].item() - sum(values) / len(values)) < 1e-12
+    assert math.isnan(baseline[1].item())

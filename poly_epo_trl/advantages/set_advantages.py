@@ -40,11 +40,13 @@ def marginal_set_advantages(
     num_sampled_sets: int | None = None,
     generator: torch.Generator | None = None,
     max_enumerated_sets: int = DEFAULT_MAX_ENUMERATED_SETS,
-) -> Tensor:
+    return_baseline: bool = False,
+) -> Tensor | tuple[Tensor, Tensor]:
     """Marginal set advantages of ``rewards`` [G, N] with strategy labels ``cluster_ids`` [G, N]; returns [G, N].
 
     NaN rewards mark rollouts that could not be scored: they get advantage 0 and are left out of the sets of their
-    group. A group with fewer than ``set_size`` scorable rollouts gets zeros.
+    group. A group with fewer than ``set_size`` scorable rollouts gets zeros. With ``return_baseline`` the mean set
+    value f^ of each group ([G], NaN where the group has too few scorable rollouts) is returned as well.
     """
     _check_arguments(rewards, cluster_ids, set_size, objective, reduction, gate, estimator, num_sampled_sets)
     n = set_size
@@ -54,6 +56,7 @@ def marginal_set_advantages(
     scorable = ~torch.isnan(values)
     counts = scorable.sum(1)
     out = torch.zeros_like(values)
+    baseline = torch.full_like(values[:, 0], math.nan)
     for m in counts.unique().tolist():
         if m < n:
             continue
@@ -64,15 +67,21 @@ def marginal_set_advantages(
         c = labels[rows].gather(1, order)
         method = _choose_estimator(estimator, objective, m, n, max_enumerated_sets)
         if method == "closed_form":
-            adv = _closed_form(r, c, n, objective, gate, degenerate_cluster_id)
+            cond = _closed_form(r, c, n, objective, gate, degenerate_cluster_id)
         elif method == "enumerate":
-            adv = _enumerated(r, c, n, set_fn)
+            cond = _enumerated(r, c, n, set_fn)
         else:
-            adv = _sampled(r, c, n, set_fn, num_sampled_sets or DEFAULT_NUM_SAMPLED_SETS, generator)
+            cond = _sampled(r, c, n, set_fn, num_sampled_sets or DEFAULT_NUM_SAMPLED_SETS, generator)
+        group_value = cond.mean(1, keepdim=True)
+        baseline[rows] = group_value.squeeze(1)
+        adv = cond - group_value
         if reduction == "sum":
             adv = adv * math.comb(m - 1, n - 1)
         out[rows] = out[rows].scatter(1, order, adv)
-    return out.to(rewards.dtype) if rewards.is_floating_point() else out
+    dtype = rewards.dtype if rewards.is_floating_point() else torch.float64
+    if return_baseline:
+        return out.to(dtype), baseline.to(dtype)
+    return out.to(dtype)
 
 
 def _check_arguments(rewards, cluster_ids, set_size, objective, reduction, gate, estimator, num_sampled_sets) -> None:
@@ -135,14 +144,12 @@ def _ratio(m: int, n: int, k: int, x: Tensor) -> Tensor:
 
 
 def _closed_form(r: Tensor, c: Tensor, n: int, objective: str, gate: bool, degenerate: int) -> Tensor:
-    """Exact advantages of [g, m] fully scorable groups for a built-in objective."""
+    """E[f(G) | i in G] of [g, m] fully scorable groups for a built-in objective, exactly."""
     if objective == "mean":
-        cond = _conditional_mean(r, n)
-    elif objective == "pass_at_n":
-        cond = _conditional_max(r, n)
-    else:
-        cond = _conditional_polychromic(r, c, n, gate, degenerate)
-    return cond - cond.mean(1, keepdim=True)
+        return _conditional_mean(r, n)
+    if objective == "pass_at_n":
+        return _conditional_max(r, n)
+    return _conditional_polychromic(r, c, n, gate, degenerate)
 
 
 def _conditional_mean(r: Tensor, n: int) -> Tensor:
@@ -243,7 +250,7 @@ def _combinations(m: int, n: int) -> Tensor:
 
 
 def _enumerated(r: Tensor, c: Tensor, n: int, set_fn: SetObjective) -> Tensor:
-    """Exact advantages by evaluating f on every set, for any objective."""
+    """E[f(G) | i in G] exactly, by evaluating f on every set, for any objective."""
     g, m = r.shape
     sets = _combinations(m, n).to(r.device)
     cond = torch.zeros_like(r)
@@ -252,17 +259,16 @@ def _enumerated(r: Tensor, c: Tensor, n: int, set_fn: SetObjective) -> Tensor:
         members = sets[start : start + chunk]
         f = set_fn(r[:, members], c[:, members]).to(r.dtype)  # [g, s]
         cond.scatter_add_(1, members.flatten().expand(g, -1), f.repeat_interleave(n, dim=1))
-    cond = cond / math.comb(m - 1, n - 1)
-    return cond - cond.mean(1, keepdim=True)
+    return cond / math.comb(m - 1, n - 1)
 
 
 def _sampled(
     r: Tensor, c: Tensor, n: int, set_fn: SetObjective, num_sets: int, generator: torch.Generator | None
 ) -> Tensor:
-    """Unbiased Monte-Carlo advantages from num_sets uniform random sets per group.
+    """Unbiased Monte-Carlo estimate of E[f(G) | i in G] from num_sets uniform random sets per group.
 
-    With P(i in G) = n/m, (m/n) mean_s f(G_s) 1[i in G_s] is unbiased for E[f | i in G] and mean_s f(G_s) for E[f];
-    their difference sums to exactly zero over the group.
+    With P(i in G) = n/m, (m/n) mean_s f(G_s) 1[i in G_s] is unbiased for E[f | i in G]; its mean over i is
+    mean_s f(G_s), unbiased for E[f], so the advantages (their difference) are unbiased and sum to exactly zero.
     """
     g, m = r.shape
     keys = torch.rand(g, num_sets, m, generator=generator, device=generator.device if generator else r.device)
@@ -270,4 +276,4 @@ def _sampled(
     f = set_fn(r.gather(1, members.view(g, -1)).view(g, num_sets, n), c.gather(1, members.view(g, -1)).view(g, -1, n))
     f = f.to(r.dtype)
     hits = torch.zeros_like(r).scatter_add_(1, members.view(g, -1), f.repeat_interleave(n, dim=1))
-    return (m / n) * hits / num_sets - f.mean(1, keepdim=True)
+    return (m / n) * hits / num_sets

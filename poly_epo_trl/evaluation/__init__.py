@@ -1,0 +1,1 @@
+"""Evaluation: pass@k, majority vote and strategy diversity."""

@@ -1,0 +1,67 @@
+"""Cluster by final answer: for tasks where the answer is the strategy, and for offline tests."""
+
+from __future__ import annotations
+
+import re
+
+from .base import ClusteringJudge
+
+_NUMBER = re.compile(r"-?\d+(?:[.,]\d+)*(?:/\d+)?")
+ANSWER_MODES = ("auto", "boxed", "last_number", "text")
+
+
+def last_boxed(text: str) -> str | None:
+    """Content of the last \\boxed{...} (or \\fbox{...}) in text, nested braces handled; None if there is none."""
+    start = max(text.rfind("\\boxed{"), text.rfind("\\fbox{"))
+    if start < 0:
+        return None
+    i = text.index("{", start) + 1
+    depth, begin = 1, i
+    while i < len(text):
+        if text[i] == "{":
+            depth += 1
+        elif text[i] == "}":
+            depth -= 1
+            if depth == 0:
+                return text[begin:i]
+        i += 1
+    return None
+
+
+def normalize_answer(answer: str) -> str:
+    """Drop whitespace, dollar signs and a trailing period; lowercase."""
+    return re.sub(r"\s+|\$", "", answer).rstrip(".").lower()
+
+
+def final_answer(text: str, mode: str = "auto") -> str | None:
+    """The completion's final answer under ``mode``; None when it has none."""
+    if mode in ("auto", "boxed"):
+        boxed = last_boxed(text)
+        if boxed is not None or mode == "boxed":
+            return normalize_answer(boxed) if boxed and boxed.strip() else None
+    if mode in ("auto", "last_number"):
+        numbers = _NUMBER.findall(text)
+        if numbers or mode == "last_number":
+            return numbers[-1].replace(",", "") if numbers else None
+    stripped = normalize_answer(text)
+    return stripped or None
+
+
+class AnswerJudge(ClusteringJudge):
+    """Same final answer, same cluster; no answer, degenerate (id 100)."""
+
+    name = "answer"
+
+    def __init__(self, mode: str = "auto", **kwargs) -> None:
+        if mode not in ANSWER_MODES:
+            raise ValueError(f"Unknown answer mode {mode!r}: use one of {ANSWER_MODES}.")
+        super().__init__(**kwargs)
+        self.mode = mode
+
+    async def acluster(self, prompt: str, completions: list[str]) -> list[int]:
+        ids: dict[str, int] = {}
+        labels = []
+        for completion in completions:
+            answer = final_answer(completion, self.mode)
+            labels.append(self.degenerate_cluster_id if answer is None else ids.setdefault(answer, len(ids)))
+        return labels

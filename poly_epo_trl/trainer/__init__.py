@@ -1,0 +1,14 @@
+"""The trainers: PolyEPOTrainer (set RL) and the paper's GRPO+DIV baseline, with their config."""
+
+from .config import PolyEPOConfig, load_objective
+from .poly_epo_trainer import GRPODivTrainer, PolyEPOTrainer, SetBatch, message_text, prompt_text
+
+__all__ = [
+    "GRPODivTrainer",
+    "PolyEPOConfig",
+    "PolyEPOTrainer",
+    "SetBatch",
+    "load_objective",
+    "message_text",
+    "prompt_text",
+]

@@ -1,0 +1,155 @@
+"""PolyEPOConfig: GRPOConfig plus the set-RL and judge settings, with the paper's defaults."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from trl import GRPOConfig
+
+from ..advantages import BUILTIN_OBJECTIVES, DEGENERATE_CLUSTER_ID, ESTIMATORS, REDUCTIONS
+
+
+def load_objective(spec: str) -> str | Callable:
+    """A built-in objective's name, or ``"package.module:function"`` for a user's own set objective."""
+    if spec in BUILTIN_OBJECTIVES:
+        return spec
+    module_name, _, attribute = spec.partition(":")
+    if not attribute:
+        raise ValueError(
+            f"Unknown set_objective {spec!r}: use one of {BUILTIN_OBJECTIVES} or 'package.module:function' for "
+            "your own f(rewards[..., n], cluster_ids[..., n])."
+        )
+    try:
+        fn = getattr(importlib.import_module(module_name), attribute)
+    except (ImportError, AttributeError) as error:
+        raise ValueError(f"set_objective {spec!r} could not be imported: {error}") from error
+    if not callable(fn):
+        raise ValueError(f"set_objective {spec!r} is not callable.")
+    return fn
+
+
+@dataclass
+class PolyEPOConfig(GRPOConfig):
+    """Configuration for [`PolyEPOTrainer`]: every GRPOConfig field, plus the set-RL and judge settings.
+
+    Defaults follow the paper: N = 8 rollouts per prompt, sets of n = 4, Dr.GRPO loss (no std scaling, loss divided
+    by the maximum completion length), no KL term, clipping 0.2 / 0.28, learning rate 1e-6, temperature 1.
+    """
+
+    # Overridden GRPOConfig defaults (the paper's settings)
+    learning_rate: float = field(default=1e-6, metadata={"help": "Initial learning rate for AdamW (paper: 1e-6)."})
+    num_generations: int | None = field(default=8, metadata={"help": "Rollouts per prompt, N (paper: 8)."})
+    loss_type: str = field(
+        default="dr_grpo", metadata={"help": "Token loss aggregation; 'dr_grpo' divides by max_completion_length."}
+    )
+    scale_rewards: str = field(
+        default="none",
+        metadata={"help": "Must stay 'none': the set advantage replaces GRPO's and is not divided by a std."},
+    )
+    beta: float = field(default=0.0, metadata={"help": "KL coefficient (paper: 0, no reference model)."})
+    epsilon: float = field(default=0.2, metadata={"help": "Lower clipping epsilon (paper: 0.2)."})
+    epsilon_high: float | None = field(default=0.28, metadata={"help": "Upper clipping epsilon (paper: 0.28)."})
+    temperature: float = field(default=1.0, metadata={"help": "Sampling temperature (paper: 1.0)."})
+
+    # Set RL
+    set_size: int = field(default=4, metadata={"help": "Set size n; sets are all C(N, n) subsets of a group."})
+    set_objective: str = field(
+        default="polychromic",
+        metadata={
+            "help": "Set objective f: 'polychromic' (mean reward x distinct strategies / n), 'pass_at_n' (max "
+            "reward), 'mean' (mean reward), or 'package.module:function' for your own f(rewards, cluster_ids)."
+        },
+    )
+    set_reduction: str = field(
+        default="mean",
+        metadata={
+            "help": "'mean': average set advantage over the sets containing a rollout (the authors' code); 'sum': "
+            "the paper's text (mean x C(N-1, n-1))."
+        },
+    )
+    diversity_gate: bool = field(
+        default=False,
+        metadata={"help": "Polychromic only: score sets with a single strategy 0 (the paper's 1[|U| > 1])."},
+    )
+    degenerate_cluster_id: int = field(
+        default=DEGENERATE_CLUSTER_ID,
+        metadata={"help": "Judge id for degenerate rollouts (gibberish, off-topic, guesses); they add no diversity."},
+    )
+    set_estimator: str = field(
+        default="auto",
+        metadata={"help": "'auto', 'closed_form' (built-in objectives), 'enumerate' or 'sample'."},
+    )
+    num_sampled_sets: int | None = field(
+        default=None, metadata={"help": "Random sets per group for the 'sample' estimator (default 4096)."}
+    )
+    max_enumerated_sets: int = field(
+        default=100_000, metadata={"help": "Largest C(N, n) that 'enumerate' (and 'auto') will enumerate per group."}
+    )
+    correct_reward_threshold: float = field(
+        default=1.0,
+        metadata={"help": "A rollout counts as correct for the diversity metrics when its reward is at least this."},
+    )
+
+    diversity_coef: float = field(
+        default=0.5,
+        metadata={"help": "GRPO+DIV baseline only: lambda in reward + lambda (N / |cluster(y)| - 1) / (N - 1)."},
+    )
+
+    # Judge
+    judge: str | None = field(
+        default=None,
+        metadata={
+            "help": "Clustering judge spec, used when no judge object is passed to the trainer: 'answer', "
+            "'answer:<mode>', 'distinct', ..."
+        },
+    )
+    judge_max_concurrency: int = field(default=32, metadata={"help": "Groups judged concurrently per process."})
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.validate_set_rl()
+
+    def validate_set_rl(self) -> None:
+        if not 1 <= self.set_size < self.num_generations:
+            raise ValueError(
+                f"set_size={self.set_size} with num_generations={self.num_generations}: the set size must be at least "
+                f"1 and smaller than num_generations (with n = N every rollout is in the single set and all "
+                f"advantages are 0). Lower set_size or raise num_generations."
+            )
+        num_eval = self.num_generations_eval or self.num_generations
+        if self.set_size >= num_eval:
+            raise ValueError(
+                f"set_size={self.set_size} needs num_generations_eval > {self.set_size}, got {num_eval}: raise "
+                "num_generations_eval or lower set_size."
+            )
+        load_objective(self.set_objective)
+        if self.set_reduction not in REDUCTIONS:
+            raise ValueError(f"set_reduction must be one of {REDUCTIONS}, got {self.set_reduction!r}.")
+        if self.set_estimator not in ESTIMATORS:
+            raise ValueError(f"set_estimator must be one of {ESTIMATORS}, got {self.set_estimator!r}.")
+        if self.set_estimator == "closed_form" and self.set_objective not in BUILTIN_OBJECTIVES:
+            raise ValueError(
+                "set_estimator='closed_form' exists for the built-in objectives only: use 'auto', 'enumerate' or "
+                "'sample' with a custom set_objective."
+            )
+        if self.diversity_gate and self.set_objective != "polychromic":
+            raise ValueError("diversity_gate applies to set_objective='polychromic' only: drop it.")
+        if self.num_sampled_sets is not None and self.num_sampled_sets < 1:
+            raise ValueError(f"num_sampled_sets must be positive, got {self.num_sampled_sets}.")
+        if self.max_enumerated_sets < 1:
+            raise ValueError(f"max_enumerated_sets must be positive, got {self.max_enumerated_sets}.")
+        if self.scale_rewards != "none":
+            raise ValueError(
+                f"scale_rewards={self.scale_rewards!r}: the marginal set advantage replaces GRPO's advantage and is "
+                "never divided by a std; set scale_rewards='none'."
+            )
+        if self.multi_objective_aggregation != "sum_then_normalize":
+            raise ValueError(
+                "Set RL scores the weighted sum of the rewards: set multi_objective_aggregation='sum_then_normalize'."
+            )
+        if self.diversity_coef < 0:
+            raise ValueError(f"diversity_coef must be non-negative, got {self.diversity_coef}.")
+        if self.judge_max_concurrency < 1:
+            raise ValueError(f"judge_max_concurrency must be at least 1, got {self.judge_max_concurrency}.")

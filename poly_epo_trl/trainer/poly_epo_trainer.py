@@ -1,0 +1,225 @@
+"""PolyEPOTrainer: TRL's GRPOTrainer with the marginal set advantage in place of GRPO's advantage.
+
+TRL 1.16 has no advantage hook, so the trainer uses two seams and calls ``super()`` for everything else:
+``_calculate_rewards`` returns the rewards gathered over all processes; there the groups' texts are gathered too,
+each group is judged once, and the set advantages of the whole batch are computed. ``_generate_and_score_completions``
+then swaps each process's slice into the output and the logged completions table.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from accelerate.utils import gather_object
+from trl import GRPOTrainer
+
+from ..advantages import diversity_bonus, marginal_set_advantages
+from ..evaluation.diversity import group_diversity_metrics
+from ..judges import ClusteringJudge, resolve_judge
+from .config import PolyEPOConfig, load_objective
+
+
+def message_text(value: Any) -> str:
+    """Plain text of a prompt or completion: a string, or the contents of a list of chat messages."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        parts = []
+        for message in value:
+            content = message.get("content", "") if isinstance(message, dict) else message
+            if isinstance(content, list):  # multimodal content blocks
+                content = " ".join(block.get("text", "") for block in content if isinstance(block, dict))
+            parts.append(str(content))
+        return "\n".join(parts)
+    return str(value)
+
+
+def prompt_text(prompt: Any) -> str:
+    """The problem a judge sees: the last user message of a chat prompt, or the prompt string."""
+    if isinstance(prompt, list):
+        users = [m for m in prompt if isinstance(m, dict) and m.get("role") == "user"]
+        return message_text(users[-1:] or prompt)
+    return message_text(prompt)
+
+
+@dataclass
+class SetBatch:
+    """What the set advantages of one generation batch were computed from (all processes, [G, N])."""
+
+    rewards: torch.Tensor
+    cluster_ids: torch.Tensor
+    advantages: torch.Tensor
+    mode: str
+    prompts: list[str]
+    completions: list[str]
+
+
+class _JudgedGroupsTrainer(GRPOTrainer):
+    """GRPOTrainer that clusters every group of completions with a judge, once per group across processes."""
+
+    def __init__(self, *args: Any, judge: Any = None, **kwargs: Any) -> None:
+        config = kwargs.get("args") if "args" in kwargs else (args[2] if len(args) > 2 else None)
+        if not isinstance(config, PolyEPOConfig):
+            raise TypeError(
+                f"{type(self).__name__} needs args=PolyEPOConfig(...), got {type(config).__name__}: PolyEPOConfig "
+                "takes every GRPOConfig field plus the set-RL and judge settings."
+            )
+        judge = judge if judge is not None else config.judge
+        if judge is None:
+            raise ValueError(
+                f"{type(self).__name__} needs a clustering judge: pass judge=... (a ClusteringJudge, a function "
+                "judge(prompt, completions) -> list[int], or a spec such as 'answer') or set PolyEPOConfig.judge."
+            )
+        self.judge: ClusteringJudge = resolve_judge(
+            judge, max_concurrency=config.judge_max_concurrency, degenerate_cluster_id=config.degenerate_cluster_id
+        )
+        super().__init__(*args, **kwargs)
+        self.last_set_batch: SetBatch | None = None
+
+    def _mode_and_group_size(self) -> tuple[str, int]:
+        mode = "train" if self.model.training else "eval"
+        return mode, self.num_generations if mode == "train" else self.num_generations_eval
+
+    def _judge_groups(self, prompts: list, completions: list, group_size: int) -> tuple[torch.Tensor, list, list]:
+        """Cluster ids [G, N] of the gathered batch, and its prompt and completion texts.
+
+        Each group is judged by the process that holds its first row, so a group straddling two processes is
+        judged once; the labels are then shared with every process."""
+        all_prompts = gather_object([prompt_text(p) for p in prompts])
+        all_completions = gather_object([message_text(c) for c in completions])
+        num_groups = len(all_completions) // group_size
+        local_rows = len(completions)
+        rank = self.accelerator.process_index
+        owned = [g for g in range(num_groups) if (g * group_size) // local_rows == rank]
+        groups = [(all_prompts[g * group_size], all_completions[g * group_size : (g + 1) * group_size]) for g in owned]
+        labels = self.judge.cluster_groups(groups)
+        judged = gather_object(list(zip(owned, labels, strict=True)))
+        cluster_ids = torch.full((num_groups, group_size), -1, dtype=torch.long)
+        for g, ids in judged:
+            cluster_ids[g] = torch.tensor(ids, dtype=torch.long)
+        if (cluster_ids < 0).any():
+            raise RuntimeError("Some groups were not judged by any process; the batch layout is not the expected one.")
+        return cluster_ids.to(self.accelerator.device), all_prompts, all_completions
+
+    def _log_judge_stats(self, mode: str, judge_seconds: float) -> None:
+        stats = self.judge.pop_stats()
+        names = sorted(set(stats) - {"seconds"})
+        counts = torch.tensor([stats.get(name, 0) for name in names] + [judge_seconds], device=self.accelerator.device)
+        totals = self.accelerator.gather(counts.unsqueeze(0)).view(-1, len(names) + 1)
+        for i, name in enumerate(names):
+            self._metrics[mode][f"judge/{name}"].append(totals[:, i].sum().item())
+        self._metrics[mode]["judge/seconds"].append(totals[:, -1].max().item())
+
+    def _judged_rewards(self, rewards_per_func: torch.Tensor, prompts: list, completions: list) -> SetBatch:
+        """The gathered batch as groups: total reward [G, N] (NaN where no reward function scored the row), the
+        judge's ids [G, N] and the texts; advantages are left NaN for the caller to fill in."""
+        mode, group_size = self._mode_and_group_size()
+        start = time.perf_counter()
+        cluster_ids, all_prompts, all_completions = self._judge_groups(prompts, completions, group_size)
+        self._log_judge_stats(mode, time.perf_counter() - start)
+        weights = self.reward_weights.to(rewards_per_func.device)
+        rewards = (rewards_per_func * weights).nansum(dim=1)
+        rewards[torch.isnan(rewards_per_func).all(dim=1)] = torch.nan
+        rewards = rewards.view(-1, group_size)
+        advantages = torch.full_like(rewards, torch.nan)
+        return SetBatch(rewards, cluster_ids, advantages, mode, all_prompts, all_completions)
+
+    def _log_diversity(self, batch: SetBatch) -> None:
+        metrics = group_diversity_metrics(
+            batch.rewards, batch.cluster_ids, self.args.correct_reward_threshold, self.args.degenerate_cluster_id
+        )
+        for name, value in metrics.items():
+            self._metrics[batch.mode][f"poly_epo/{name}"].append(value)
+
+
+class PolyEPOTrainer(_JudgedGroupsTrainer):
+    """GRPOTrainer whose advantage is the marginal set advantage of the judged groups.
+
+    Takes GRPOTrainer's arguments with ``args=PolyEPOConfig(...)``, plus ``judge=``: a ClusteringJudge, any function
+    ``judge(prompt: str, completions: list[str]) -> list[int]``, or a judge spec string.
+    """
+
+    def __init__(self, *args: Any, judge: Any = None, **kwargs: Any) -> None:
+        super().__init__(*args, judge=judge, **kwargs)
+        self.set_objective = load_objective(self.args.set_objective)
+        self._pending_advantages: torch.Tensor | None = None
+
+    def compute_set_advantages(self, rewards: torch.Tensor, cluster_ids: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """Marginal set advantages [G, N] and mean set values [G] under this trainer's settings."""
+        args = self.args
+        return marginal_set_advantages(
+            rewards,
+            cluster_ids,
+            args.set_size,
+            objective=self.set_objective,
+            reduction=args.set_reduction,
+            gate=args.diversity_gate,
+            degenerate_cluster_id=args.degenerate_cluster_id,
+            estimator=args.set_estimator,
+            num_sampled_sets=args.num_sampled_sets,
+            max_enumerated_sets=args.max_enumerated_sets,
+            return_baseline=True,
+        )
+
+    def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
+        rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+        batch = self._judged_rewards(rewards_per_func, prompts, completions)
+        advantages, set_values = self.compute_set_advantages(batch.rewards, batch.cluster_ids)
+        batch.advantages = advantages
+        self.last_set_batch = batch
+        self._pending_advantages = advantages.flatten()
+        self._log_diversity(batch)
+        metrics = self._metrics[batch.mode]
+        metrics["poly_epo/set_score"].append(torch.nanmean(set_values).item())
+        metrics["poly_epo/advantage_abs_mean"].append(advantages.abs().mean().item())
+        metrics["poly_epo/advantage_std"].append(advantages.std().item())
+        metrics["poly_epo/advantage_max"].append(advantages.max().item())
+        metrics["poly_epo/advantage_min"].append(advantages.min().item())
+        return rewards_per_func
+
+    def _generate_and_score_completions(self, inputs):
+        output = super()._generate_and_score_completions(inputs)
+        advantages, self._pending_advantages = self._pending_advantages, None
+        local = output["advantages"]
+        start = self.accelerator.process_index * len(local)
+        output["advantages"] = advantages[start : start + len(local)].to(device=local.device, dtype=local.dtype)
+        logged = self._logs["advantages"]
+        for _ in range(min(len(advantages), len(logged))):
+            logged.pop()
+        logged.extend(advantages.tolist())
+        return output
+
+
+class GRPODivTrainer(_JudgedGroupsTrainer):
+    """The paper's GRPO+DIV baseline: Dr.GRPO on reward + lambda (N / |cluster(y)| - 1) / (N - 1).
+
+    The bonus is a reward column of its own, ``diversity_bonus`` with weight lambda (``args.diversity_coef``), so
+    GRPO's advantage, the reward metrics and the completions table all include it.
+    """
+
+    def __init__(self, *args: Any, judge: Any = None, **kwargs: Any) -> None:
+        super().__init__(*args, judge=judge, **kwargs)
+        self.reward_funcs.append(_diversity_bonus_placeholder)
+        self.reward_func_names.append("diversity_bonus")
+        self.reward_processing_classes.append(None)
+        bonus_weight = torch.tensor([self.args.diversity_coef], dtype=self.reward_weights.dtype)
+        self.reward_weights = torch.cat([self.reward_weights, bonus_weight.to(self.reward_weights.device)])
+
+    def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
+        rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+        task_rewards = rewards_per_func[:, :-1]
+        batch = self._judged_rewards(task_rewards, prompts, completions)
+        bonus = diversity_bonus(batch.cluster_ids, 1.0, self.args.degenerate_cluster_id).flatten()
+        scored = ~torch.isnan(task_rewards).all(dim=1)
+        rewards_per_func[:, -1] = torch.where(scored, bonus.to(rewards_per_func.dtype), torch.nan)
+        self._log_diversity(batch)
+        self.last_set_batch = batch
+        return rewards_per_func
+
+
+def _diversity_bonus_placeholder(prompts: list, **kwargs: Any) -> list[None]:
+    """Stands in the reward list for the bonus, which GRPODivTrainer fills in from the judged groups."""
+    return [None] * len(prompts)

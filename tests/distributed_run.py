@@ -1,0 +1,83 @@
+"""Run under `torchrun --nproc_per_node 2`: 3 groups of 4 rollouts over 2 ranks of 6 rows, so group 1 straddles.
+
+Each rank writes what its loss saw and the batch it computed the advantages from to <out>/rank<k>.pt.
+"""
+
+import os
+import sys
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import torch
+from tiny import toy_dataset
+from transformers import AutoTokenizer
+
+from poly_epo_trl import PolyEPOConfig, PolyEPOTrainer
+
+torch.set_num_threads(1)
+
+
+def digit_fraction(prompts, completions, **kwargs):
+    return [sum(ch.isdigit() for ch in c) / max(len(c), 1) for c in completions]
+
+
+class Recording(PolyEPOTrainer):
+    def _compute_loss(self, model, inputs):
+        prompts = self.processing_class.batch_decode(inputs["prompt_ids"], skip_special_tokens=True)
+        completions = self.processing_class.batch_decode(inputs["completion_ids"], skip_special_tokens=True)
+        self.seen.append((list(zip(prompts, completions, strict=True)), inputs["advantages"].detach().cpu()))
+        return super()._compute_loss(model, inputs)
+
+
+def main(model_dir: str, out: str) -> None:
+    args = PolyEPOConfig(
+        output_dir=out,
+        per_device_train_batch_size=6,
+        num_generations=4,
+        set_size=2,
+        max_completion_length=6,
+        max_steps=2,
+        learning_rate=1e-3,
+        report_to="none",
+        save_strategy="no",
+        use_cpu=True,
+        seed=0,
+        logging_steps=1,
+    )
+    trainer = Recording(
+        model=model_dir,
+        reward_funcs=digit_fraction,
+        args=args,
+        train_dataset=toy_dataset(),
+        processing_class=AutoTokenizer.from_pretrained(model_dir),
+        judge="answer:text",
+    )
+    trainer.seen = []
+    judged = []
+    judge_groups = trainer.judge.cluster_groups
+
+    def counting(groups):
+        judged.append(len(groups))
+        return judge_groups(groups)
+
+    trainer.judge.cluster_groups = counting
+    trainer.train()
+    batch = trainer.last_set_batch
+    torch.save(
+        {
+            "seen": trainer.seen,
+            "rewards": batch.rewards.cpu(),
+            "cluster_ids": batch.cluster_ids.cpu(),
+            "advantages": batch.advantages.cpu(),
+            "completions": batch.completions,
+            "prompts": batch.prompts,
+            "judged_groups": judged,
+            "rank": trainer.accelerator.process_index,
+            "world": trainer.accelerator.num_processes,
+        },
+        os.path.join(out, f"rank{trainer.accelerator.process_index}.pt"),
+    )
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])

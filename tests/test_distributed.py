@@ -1,0 +1,45 @@
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from tiny import save_tiny_model
+
+from poly_epo_trl import marginal_set_advantages
+
+HERE = Path(__file__).parent
+
+
+@pytest.mark.slow
+def test_two_processes_with_a_straddling_group_match_single_process_advantages(tmp_path):
+    model_dir = save_tiny_model(tmp_path / "model")
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": f"{HERE}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    command = [
+        sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29517",
+        str(HERE / "distributed_run.py"), str(model_dir), str(tmp_path),
+    ]  # fmt: skip
+    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-4000:]
+    ranks = [torch.load(tmp_path / f"rank{k}.pt") for k in range(2)]
+    assert [r["world"] for r in ranks] == [2, 2]
+    # Both ranks hold the same gathered batch: 3 groups of 4, judged once each in total per step.
+    for key in ("rewards", "cluster_ids", "advantages"):
+        torch.testing.assert_close(ranks[0][key], ranks[1][key])
+    assert ranks[0]["rewards"].shape == (3, 4)
+    per_step = [a + b for a, b in zip(ranks[0]["judged_groups"], ranks[1]["judged_groups"], strict=True)]
+    assert per_step == [3, 3]
+    assert ranks[0]["judged_groups"] == [2, 2] and ranks[1]["judged_groups"] == [1, 1]  # group 1 straddles: rank 0
+    # The advantages equal a single-process computation on the gathered batch...
+    expected = marginal_set_advantages(ranks[0]["rewards"], ranks[0]["cluster_ids"], 2)
+    torch.testing.assert_close(ranks[0]["advantages"], expected)
+    assert expected.abs().sum() > 0
+    # ...and each rank's loss saw its own 6 rows of them (TRL shuffles rows within a rank: match them by text).
+    assert ranks[0]["completions"] == ranks[1]["completions"]
+    flat = expected.flatten().tolist()
+    for rank, rows in ((0, range(0, 6)), (1, range(6, 12))):
+        texts, advantages = ranks[rank]["seen"][-1]
+        keys = list(zip(ranks[0]["prompts"], ranks[0]["completions"], strict=True))
+        own = sorted((keys[i], round(flat[i], 6)) for i in rows)
+        assert sorted(zip(texts, [round(a, 6) for a in advantages.tolist()], strict=True)) == own

@@ -1,0 +1,240 @@
+import math
+
+import pytest
+import torch
+from tiny import save_tiny_model, toy_dataset
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+from poly_epo_trl import GRPODivTrainer, PolyEPOConfig, PolyEPOTrainer, marginal_set_advantages
+from poly_epo_trl.demo.task import pair_judge, sum_pair_reward
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    return save_tiny_model(tmp_path_factory.mktemp("tiny"))
+
+
+def config(tmp_path, **overrides):
+    base = dict(
+        output_dir=str(tmp_path / "out"),
+        per_device_train_batch_size=8,
+        gradient_accumulation_steps=2,
+        num_generations=8,
+        set_size=4,
+        max_completion_length=6,
+        max_steps=2,
+        learning_rate=1e-3,
+        logging_steps=1,
+        report_to="none",
+        save_strategy="no",
+        use_cpu=True,
+        seed=0,
+        dataloader_num_workers=0,
+    )
+    base.update(overrides)
+    return PolyEPOConfig(**base)
+
+
+class RecordingTrainer(PolyEPOTrainer):
+    """Observes what the loss receives (completion texts and advantages); the computation is PolyEPOTrainer's."""
+
+    def _compute_loss(self, model, inputs):
+        self.seen = getattr(self, "seen", [])
+        self.seen.append(
+            (row_keys(self.processing_class, inputs), inputs["advantages"].detach().clone(), self.last_set_batch)
+        )
+        return super()._compute_loss(model, inputs)
+
+
+def row_keys(tokenizer, inputs):
+    """(prompt, completion) texts of a micro-batch, to find its rows in the (shuffled) generation batch."""
+    prompts = tokenizer.batch_decode(inputs["prompt_ids"], skip_special_tokens=True)
+    completions = tokenizer.batch_decode(inputs["completion_ids"], skip_special_tokens=True)
+    return list(zip(prompts, completions, strict=True))
+
+
+def assert_loss_saw_batch_advantages(seen_rows, batch):
+    """Each row the loss saw carries the set advantage of its completion (same prompt and text, same advantage)."""
+    by_text = {}
+    keys = zip(batch.prompts, batch.completions, strict=True)
+    for text, advantage in zip(keys, batch.advantages.flatten().tolist(), strict=True):
+        by_text.setdefault(text, set()).add(round(advantage, 6))
+    assert all(len(values) == 1 for values in by_text.values())
+    for texts, advantages in seen_rows:
+        for text, advantage in zip(texts, advantages.tolist(), strict=True):
+            assert by_text[text] == {round(advantage, 6)}
+
+
+def digit_fraction(prompts, completions, **kwargs):
+    """A dense reward, so that an untrained model already gets non-zero advantages."""
+    return [sum(ch.isdigit() for ch in c) / max(len(c), 1) for c in completions]
+
+
+def test_a_few_steps_end_to_end_and_the_loss_sees_set_advantages(model_dir, tmp_path):
+    trainer = RecordingTrainer(
+        model=str(model_dir),
+        reward_funcs=digit_fraction,
+        args=config(tmp_path),
+        train_dataset=toy_dataset(),
+        processing_class=AutoTokenizer.from_pretrained(model_dir),
+        judge="answer:text",
+    )
+    before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
+    trainer.train()
+    assert len(trainer.seen) == 4  # 2 steps x 2 accumulation micro-batches
+    batches = {id(batch): batch for _, _, batch in trainer.seen}
+    assert len(batches) == 2
+    for batch in batches.values():
+        expected = marginal_set_advantages(batch.rewards, batch.cluster_ids, 4)
+        torch.testing.assert_close(batch.advantages, expected)
+        rows = [(texts, adv) for texts, adv, b in trainer.seen if b is batch]
+        assert sum(len(texts) for texts, _ in rows) == 16
+        assert_loss_saw_batch_advantages(rows, batch)
+    changed = any(not torch.equal(before[n], p) for n, p in trainer.model.named_parameters())
+    history = trainer.state.log_history
+    logged = [h for h in history if "poly_epo/distinct_clusters" in h]
+    assert logged and all(0 <= h["poly_epo/degenerate_frac"] <= 1 for h in logged)
+    assert all(h["judge/groups"] == 2 for h in logged)
+    assert all(math.isfinite(h["poly_epo/set_score"]) for h in logged)
+    assert all(batch.advantages.abs().sum() > 0 for batch in batches.values())
+    assert changed
+
+
+def test_completions_table_logs_the_set_advantages(model_dir, tmp_path):
+    trainer = PolyEPOTrainer(
+        model=str(model_dir),
+        reward_funcs=sum_pair_reward,
+        args=config(tmp_path, max_steps=1, log_completions=True),
+        train_dataset=toy_dataset(),
+        processing_class=AutoTokenizer.from_pretrained(model_dir),
+        judge="answer:text",
+    )
+    trainer.train()
+    logged = list(trainer._logs["advantages"])
+    assert logged == pytest.approx(trainer.last_set_batch.advantages.flatten().tolist())
+
+
+def test_rewards_that_always_succeed_on_one_answer_give_zero_advantage(model_dir, tmp_path):
+    def always_one(prompts, completions, **kwargs):
+        return [1.0] * len(prompts)
+
+    trainer = PolyEPOTrainer(
+        model=str(model_dir),
+        reward_funcs=always_one,
+        args=config(tmp_path, max_steps=1),
+        train_dataset=toy_dataset(),
+        processing_class=AutoTokenizer.from_pretrained(model_dir),
+        judge=lambda prompt, completions: [0] * len(completions),
+    )
+    trainer.train()
+    assert trainer.last_set_batch.advantages.abs().max() < 1e-7
+
+
+def test_unscorable_rows_get_zero_advantage(model_dir, tmp_path):
+    def half_unscorable(prompts, completions, **kwargs):
+        return [None if i % 2 else 1.0 for i in range(len(prompts))]
+
+    trainer = PolyEPOTrainer(
+        model=str(model_dir),
+        reward_funcs=half_unscorable,
+        args=config(tmp_path, max_steps=1),
+        train_dataset=toy_dataset(),
+        processing_class=AutoTokenizer.from_pretrained(model_dir),
+        judge="distinct",
+    )
+    trainer.train()
+    batch = trainer.last_set_batch
+    assert torch.isnan(batch.rewards[:, 1::2]).all()
+    assert (batch.advantages[:, 1::2] == 0).all()
+
+
+def test_grpo_div_adds_the_bonus_as_a_weighted_reward(model_dir, tmp_path):
+    trainer = GRPODivTrainer(
+        model=str(model_dir),
+        reward_funcs=sum_pair_reward,
+        args=config(tmp_path, max_steps=1, diversity_coef=0.25, log_completions=True),
+        train_dataset=toy_dataset(),
+        processing_class=AutoTokenizer.from_pretrained(model_dir),
+        judge="distinct",
+    )
+    trainer.train()
+    assert trainer.reward_func_names == ["sum_pair_reward", "diversity_bonus"]
+    bonus = trainer._logs["rewards"]["diversity_bonus"]
+    assert bonus and all(b == pytest.approx(1.0) for b in bonus)  # every completion its own cluster
+    assert torch.equal(trainer.reward_weights, torch.tensor([1.0, 0.25]))
+
+
+def test_resume_from_checkpoint(model_dir, tmp_path):
+    args = config(tmp_path, max_steps=2, save_strategy="steps", save_steps=1)
+    kwargs = dict(
+        model=str(model_dir),
+        reward_funcs=sum_pair_reward,
+        train_dataset=toy_dataset(),
+        processing_class=AutoTokenizer.from_pretrained(model_dir),
+        judge=pair_judge,
+    )
+    PolyEPOTrainer(args=args, **kwargs).train()
+    resumed = PolyEPOTrainer(args=config(tmp_path, max_steps=3, save_strategy="no"), **kwargs)
+    resumed.train(resume_from_checkpoint=str(tmp_path / "out" / "checkpoint-2"))
+    assert resumed.state.global_step == 3
+
+
+def test_lora_and_num_iterations(model_dir, tmp_path):
+    from peft import LoraConfig
+
+    model = AutoModelForCausalLM.from_pretrained(model_dir)
+    trainer = RecordingTrainer(
+        model=model,
+        reward_funcs=sum_pair_reward,
+        args=config(tmp_path, max_steps=2, num_iterations=2, learning_rate=1e-2),
+        train_dataset=toy_dataset(),
+        processing_class=AutoTokenizer.from_pretrained(model_dir),
+        judge=pair_judge,
+        peft_config=LoraConfig(r=4, target_modules=["q_proj", "v_proj"], task_type="CAUSAL_LM"),
+    )
+    trainer.train()
+    # num_iterations=2 reuses one generation batch for two optimiser steps: one judged batch for both.
+    assert len({id(batch) for _, _, batch in trainer.seen}) == 1
+    assert any("lora" in n for n, p in trainer.model.named_parameters() if p.requires_grad)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"set_size": 8}, "smaller than num_generations"),
+        ({"set_size": 0}, "at least"),
+        ({"set_objective": "diverse"}, "Unknown set_objective"),
+        ({"set_objective": "math:nope"}, "could not be imported"),
+        ({"set_reduction": "max"}, "set_reduction"),
+        ({"set_estimator": "exact"}, "set_estimator"),
+        ({"scale_rewards": "group"}, "scale_rewards='none'"),
+        ({"diversity_gate": True, "set_objective": "mean"}, "diversity_gate"),
+        ({"set_objective": "math:hypot", "set_estimator": "closed_form"}, "closed_form"),
+        ({"num_generations_eval": 4}, "num_generations_eval"),
+    ],
+)
+def test_config_rejects_impossible_settings(tmp_path, overrides, message):
+    with pytest.raises(ValueError, match=message):
+        config(tmp_path, **overrides)
+
+
+def test_config_defaults_are_the_papers(tmp_path):
+    args = PolyEPOConfig(output_dir=str(tmp_path), use_cpu=True, report_to="none")
+    assert (args.num_generations, args.set_size, args.loss_type, args.scale_rewards) == (8, 4, "dr_grpo", "none")
+    assert (args.beta, args.epsilon, args.epsilon_high, args.temperature) == (0.0, 0.2, 0.28, 1.0)
+    assert args.learning_rate == 1e-6
+    assert (args.set_objective, args.set_reduction, args.diversity_gate) == ("polychromic", "mean", False)
+
+
+def test_trainer_demands_a_judge_and_a_poly_epo_config(model_dir, tmp_path):
+    from trl import GRPOConfig
+
+    with pytest.raises(ValueError, match="needs a clustering judge"):
+        PolyEPOTrainer(model=str(model_dir), reward_funcs=sum_pair_reward, args=config(tmp_path))
+    with pytest.raises(TypeError, match="PolyEPOConfig"):
+        PolyEPOTrainer(
+            model=str(model_dir),
+            reward_funcs=sum_pair_reward,
+            args=GRPOConfig(output_dir=str(tmp_path), use_cpu=True, report_to="none"),
+            judge="answer",
+        )
