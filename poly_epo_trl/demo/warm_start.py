@@ -1,0 +1,91 @@
+"""Supervised warm start for the toy task: a diverse, imperfect base policy, regenerated deterministically.
+
+Training pairs are ``S=<S>:a+b`` with a uniform in 1..S-1 and b = S - a, except that a fraction ``noise`` of the
+answers have b off by 1 to 3, so the base policy is right most of the time with many different answers.
+
+    python -m poly_epo_trl.demo.warm_start --out poly_epo_trl/demo/assets/warm_start
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import time
+from pathlib import Path
+
+import torch
+
+from .task import ALPHABET, make_prompt
+from .tiny import build_char_tokenizer, build_tiny_model
+
+ALL_TOTALS = tuple(range(10, 100))
+HELD_OUT_TOTALS = tuple(range(12, 100, 6))  # 15 prompts never used for RL
+TRAIN_TOTALS = tuple(s for s in ALL_TOTALS if s not in HELD_OUT_TOTALS)
+DEFAULT_ASSET = Path(__file__).parent / "assets" / "warm_start"
+
+
+def sample_answer(total: int, rng: random.Random, noise: float) -> str:
+    a = rng.randint(1, total - 1)
+    b = total - a
+    if rng.random() < noise:
+        b = max(1, b + rng.choice([-3, -2, -1, 1, 2, 3]))
+    return f"{a}+{b}"
+
+
+def warm_start(
+    out: Path = DEFAULT_ASSET,
+    seed: int = 0,
+    steps: int = 1500,
+    batch_size: int = 128,
+    lr: float = 3e-3,
+    noise: float = 0.25,
+    log_every: int = 250,
+) -> Path:
+    """Train the tiny model on noisy valid answers for every S in 10..99 and save it with its tokenizer."""
+    torch.manual_seed(seed)
+    rng = random.Random(seed)
+    tokenizer = build_char_tokenizer(ALPHABET)
+    model = build_tiny_model(tokenizer, hidden_size=96, num_layers=3, num_heads=4, max_positions=32)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
+    schedule = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=lr, total_steps=steps, pct_start=0.1)
+    model.train()
+    start = time.perf_counter()
+    for step in range(1, steps + 1):
+        totals = [rng.choice(ALL_TOTALS) for _ in range(batch_size)]
+        prompts = [tokenizer(make_prompt(s))["input_ids"] for s in totals]
+        answers = [tokenizer(sample_answer(s, rng, noise))["input_ids"] + [tokenizer.eos_token_id] for s in totals]
+        length = max(len(p) + len(a) for p, a in zip(prompts, answers, strict=True))
+        input_ids = torch.full((batch_size, length), tokenizer.pad_token_id)
+        labels = torch.full((batch_size, length), -100)
+        attention = torch.zeros((batch_size, length), dtype=torch.long)
+        for i, (p, a) in enumerate(zip(prompts, answers, strict=True)):
+            row = p + a
+            input_ids[i, : len(row)] = torch.tensor(row)
+            labels[i, len(p) : len(row)] = torch.tensor(a)
+            attention[i, : len(row)] = 1
+        loss = model(input_ids=input_ids, attention_mask=attention, labels=labels).loss
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        schedule.step()
+        optimizer.zero_grad(set_to_none=True)
+        if step % log_every == 0 or step == steps:
+            print(f"warm start step {step}/{steps}  loss {loss.item():.3f}  {time.perf_counter() - start:.0f}s")
+    out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=DEFAULT_ASSET)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--steps", type=int, default=1500)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    warm_start(args.out, args.seed, args.steps)
+
+
+if __name__ == "__main__":
+    main()

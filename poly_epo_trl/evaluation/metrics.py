@@ -1,0 +1,43 @@
+"""Set-level evaluation metrics: unbiased pass@k, majority vote, answer diversity."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Hashable, Sequence
+
+
+def pass_at_k(num_samples: int, num_correct: int, k: int) -> float:
+    """Unbiased pass@k = 1 - C(n - c, k) / C(n, k), as a stable product: 1 - prod_{i=n-c+1}^{n} (1 - k / i)."""
+    if not 0 <= num_correct <= num_samples or not 1 <= k <= num_samples:
+        raise ValueError(f"pass@k needs 0 <= c <= n and 1 <= k <= n, got n={num_samples}, c={num_correct}, k={k}.")
+    if num_samples - num_correct < k:
+        return 1.0
+    return 1.0 - math.prod(1.0 - k / i for i in range(num_samples - num_correct + 1, num_samples + 1))
+
+
+def powers_of_two_up_to(n: int) -> list[int]:
+    """1, 2, 4, ..., and n itself."""
+    ks = [2**i for i in range(int(math.log2(n)) + 1)] if n >= 1 else []
+    return ks if ks and ks[-1] == n else [*ks, n]
+
+
+def answer_diversity(correct_answers: Sequence[Hashable], num_samples: int) -> dict[str, float]:
+    """Distinct correct answers, their effective number exp(entropy), and the top answer's share of all samples."""
+    counts = Counter(correct_answers)
+    total = sum(counts.values())
+    entropy = -sum(c / total * math.log(c / total) for c in counts.values()) if total else 0.0
+    return {
+        "distinct_correct": float(len(counts)),
+        "effective_answers": math.exp(entropy) if total else 0.0,
+        "top_answer_share": max(counts.values()) / num_samples if total else 0.0,
+    }
+
+
+def majority_vote(answers: Sequence[Hashable | None]) -> tuple[Hashable | None, float]:
+    """The most common non-empty answer and its vote share among all answers (None, 0 when there is none)."""
+    counts = Counter(a for a in answers if a is not None)
+    if not counts:
+        return None, 0.0
+    answer, votes = counts.most_common(1)[0]
+    return answer, votes / len(answers)
