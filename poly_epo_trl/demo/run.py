@@ -38,8 +38,8 @@ COLORS = {"grpo": "tab:red", "grpo_div": "tab:orange", "poly_epo": "tab:blue"}
 @dataclass
 class DemoSettings:
     steps: int = 200
-    learning_rate: float = 3e-4
-    prompts_per_step: int = 4
+    learning_rate: float = 6e-4
+    prompts_per_step: int = 8
     num_generations: int = 8
     set_size: int = 4
     diversity_coef: float = 0.5
