@@ -9,7 +9,7 @@ import sys
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import torch
-from tiny import toy_dataset
+from tiny import row_keys, toy_dataset
 from transformers import AutoTokenizer
 
 from poly_epo_trl import PolyEPOConfig, PolyEPOTrainer
@@ -23,9 +23,7 @@ def digit_fraction(prompts, completions, **kwargs):
 
 class Recording(PolyEPOTrainer):
     def _compute_loss(self, model, inputs):
-        prompts = self.processing_class.batch_decode(inputs["prompt_ids"], skip_special_tokens=True)
-        completions = self.processing_class.batch_decode(inputs["completion_ids"], skip_special_tokens=True)
-        self.seen.append((list(zip(prompts, completions, strict=True)), inputs["advantages"].detach().cpu()))
+        self.seen.append((row_keys(self.processing_class, inputs), inputs["advantages"].detach().cpu()))
         return super()._compute_loss(model, inputs)
 
 

@@ -2,7 +2,7 @@ import math
 
 import pytest
 import torch
-from tiny import save_tiny_model, toy_dataset
+from tiny import row_keys, save_tiny_model, toy_dataset
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from poly_epo_trl import GRPODivTrainer, PolyEPOConfig, PolyEPOTrainer, marginal_set_advantages
@@ -44,13 +44,6 @@ class RecordingTrainer(PolyEPOTrainer):
             (row_keys(self.processing_class, inputs), inputs["advantages"].detach().clone(), self.last_set_batch)
         )
         return super()._compute_loss(model, inputs)
-
-
-def row_keys(tokenizer, inputs):
-    """(prompt, completion) texts of a micro-batch, to find its rows in the (shuffled) generation batch."""
-    prompts = tokenizer.batch_decode(inputs["prompt_ids"], skip_special_tokens=True)
-    completions = tokenizer.batch_decode(inputs["completion_ids"], skip_special_tokens=True)
-    return list(zip(prompts, completions, strict=True))
 
 
 def assert_loss_saw_batch_advantages(seen_rows, batch):

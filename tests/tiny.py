@@ -22,3 +22,10 @@ def save_tiny_model(directory: Path, seed: int = 0) -> Path:
 
 def toy_dataset(totals=range(20, 36)) -> Dataset:
     return Dataset.from_dict({"prompt": [make_prompt(s) for s in totals]})
+
+
+def row_keys(tokenizer, inputs) -> list[tuple[str, str]]:
+    """(prompt, completion) texts of a micro-batch, to find its rows in the (shuffled) generation batch."""
+    prompts = tokenizer.batch_decode(inputs["prompt_ids"], skip_special_tokens=True)
+    completions = tokenizer.batch_decode(inputs["completion_ids"], skip_special_tokens=True)
+    return list(zip(prompts, completions, strict=True))

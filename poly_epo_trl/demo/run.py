@@ -15,7 +15,7 @@ import math
 import statistics
 import time
 import warnings
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -308,18 +308,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[DemoSettings, Path]:
     parser.add_argument("--diversity-coef", type=float, default=defaults.diversity_coef)
     parser.add_argument("--checkpoint", default=defaults.checkpoint)
     args = parser.parse_args(argv)
-    settings = DemoSettings(
-        steps=args.steps,
-        learning_rate=args.learning_rate,
-        prompts_per_step=args.prompts_per_step,
-        eval_samples=args.eval_samples,
-        curve_every=args.curve_every,
-        curve_samples=args.curve_samples,
-        diversity_coef=args.diversity_coef,
-        checkpoint=args.checkpoint,
-        methods=args.methods,
-        seeds=args.seeds,
-    )
+    settings = DemoSettings(**{f.name: getattr(args, f.name) for f in fields(DemoSettings) if hasattr(args, f.name)})
     return settings, args.out
 
 
