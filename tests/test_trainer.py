@@ -231,3 +231,28 @@ def test_trainer_demands_a_judge_and_a_poly_epo_config(model_dir, tmp_path):
             args=GRPOConfig(output_dir=str(tmp_path), use_cpu=True, report_to="none"),
             judge="answer",
         )
+
+
+def test_eval_mode_computes_set_advantages_and_logs_eval_metrics(model_dir, tmp_path):
+    trainer = PolyEPOTrainer(
+        model=str(model_dir),
+        reward_funcs=digit_fraction,
+        args=config(
+            tmp_path,
+            max_steps=1,
+            eval_strategy="steps",
+            eval_steps=1,
+            per_device_eval_batch_size=12,
+            num_generations_eval=6,
+        ),
+        train_dataset=toy_dataset(),
+        eval_dataset=toy_dataset(range(40, 44)),
+        processing_class=AutoTokenizer.from_pretrained(model_dir),
+        judge="answer:text",
+    )
+    trainer.train()
+    batch = trainer.last_set_batch
+    assert batch.mode == "eval" and batch.rewards.shape == (2, 6)
+    torch.testing.assert_close(batch.advantages, marginal_set_advantages(batch.rewards, batch.cluster_ids, 4))
+    evals = [h for h in trainer.state.log_history if "eval_poly_epo/distinct_clusters" in h]
+    assert evals and evals[0]["eval_judge/groups"] == 2  # per eval batch of 12 rows, averaged over 2 batches
