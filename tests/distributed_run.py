@@ -1,4 +1,4 @@
-"""Run under `torchrun --nproc_per_node 2`: 3 groups of 4 rollouts over 2 ranks of 6 rows, so group 1 straddles.
+"""Run under `torchrun --nproc_per_node 2` with <model> <out> <rows per rank> <num_generations> <set_size>.
 
 Each rank writes what its loss saw and the batch it computed the advantages from to <out>/rank<k>.pt.
 """
@@ -27,12 +27,12 @@ class Recording(PolyEPOTrainer):
         return super()._compute_loss(model, inputs)
 
 
-def main(model_dir: str, out: str) -> None:
+def main(model_dir: str, out: str, rows_per_rank: int, num_generations: int, set_size: int) -> None:
     args = PolyEPOConfig(
         output_dir=out,
-        per_device_train_batch_size=6,
-        num_generations=4,
-        set_size=2,
+        per_device_train_batch_size=rows_per_rank,
+        num_generations=num_generations,
+        set_size=set_size,
         max_completion_length=6,
         max_steps=2,
         learning_rate=1e-3,
@@ -78,4 +78,4 @@ def main(model_dir: str, out: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    main(sys.argv[1], sys.argv[2], *map(int, sys.argv[3:6]))

@@ -12,17 +12,22 @@ from poly_epo_trl import marginal_set_advantages
 HERE = Path(__file__).parent
 
 
-@pytest.mark.slow
-def test_two_processes_with_a_straddling_group_match_single_process_advantages(tmp_path):
+def run_two_processes(tmp_path, rows_per_rank: int, num_generations: int, set_size: int, port: int) -> list[dict]:
     model_dir = save_tiny_model(tmp_path / "model")
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": f"{HERE}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     command = [
-        sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29517",
+        sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", str(port),
         str(HERE / "distributed_run.py"), str(model_dir), str(tmp_path),
+        str(rows_per_rank), str(num_generations), str(set_size),
     ]  # fmt: skip
     result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-4000:]
-    ranks = [torch.load(tmp_path / f"rank{k}.pt") for k in range(2)]
+    return [torch.load(tmp_path / f"rank{k}.pt") for k in range(2)]
+
+
+@pytest.mark.slow
+def test_two_processes_with_a_straddling_group_match_single_process_advantages(tmp_path):
+    ranks = run_two_processes(tmp_path, rows_per_rank=6, num_generations=4, set_size=2, port=29517)
     assert [r["world"] for r in ranks] == [2, 2]
     # Both ranks hold the same gathered batch: 3 groups of 4, judged once each in total per step.
     for key in ("rewards", "cluster_ids", "advantages"):
@@ -43,3 +48,13 @@ def test_two_processes_with_a_straddling_group_match_single_process_advantages(t
         keys = list(zip(ranks[0]["prompts"], ranks[0]["completions"], strict=True))
         own = sorted((keys[i], round(flat[i], 6)) for i in rows)
         assert sorted(zip(texts, [round(a, 6) for a in advantages.tolist()], strict=True)) == own
+
+
+@pytest.mark.slow
+def test_a_rank_that_owns_no_group_still_trains(tmp_path):
+    # One group of 8 over two ranks of 4 rows: rank 0 judges it, rank 1 judges nothing and must not hang.
+    ranks = run_two_processes(tmp_path, rows_per_rank=4, num_generations=8, set_size=4, port=29518)
+    assert ranks[0]["judged_groups"] == [1, 1] and ranks[1]["judged_groups"] == [0, 0]
+    torch.testing.assert_close(ranks[0]["advantages"], ranks[1]["advantages"])
+    expected = marginal_set_advantages(ranks[0]["rewards"], ranks[0]["cluster_ids"], 4)
+    torch.testing.assert_close(ranks[1]["advantages"], expected)

@@ -106,7 +106,8 @@ class _JudgedGroupsTrainer(GRPOTrainer):
 
     def _log_judge_stats(self, mode: str, judge_seconds: float) -> None:
         stats = self.judge.pop_stats()
-        names = sorted(set(stats) - {"seconds"})
+        # A process that owned no group has no stats: agree on the names first so every process gathers alike.
+        names = sorted(set(gather_object(sorted(set(stats) - {"seconds"}))))
         counts = torch.tensor([stats.get(name, 0) for name in names] + [judge_seconds], device=self.accelerator.device)
         totals = self.accelerator.gather(counts.unsqueeze(0)).view(-1, len(names) + 1)
         for i, name in enumerate(names):
