@@ -1,20 +1,32 @@
-"""Poly-EPO (Polychromic Exploratory Policy Optimization) for TRL: set RL for correct and diverse answer sets."""
+"""Poly-EPO (Polychromic Exploratory Policy Optimization) for TRL: set RL for correct and diverse answer sets.
 
-from .advantages import diversity_bonus, group_relative_advantages, marginal_set_advantages
-from .judges import AnswerJudge, ClusteringJudge, DistinctJudge
-from .trainer import GRPODivTrainer, PolyEPOConfig, PolyEPOTrainer
+Names are imported on first use, so light parts (rewards, judges, the math) load without torch and TRL.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "AnswerJudge",
-    "ClusteringJudge",
-    "DistinctJudge",
-    "GRPODivTrainer",
-    "PolyEPOConfig",
-    "PolyEPOTrainer",
-    "__version__",
-    "diversity_bonus",
-    "group_relative_advantages",
-    "marginal_set_advantages",
-]
+_EXPORTS = {
+    "AnswerJudge": "judges",
+    "ClusteringJudge": "judges",
+    "DistinctJudge": "judges",
+    "GRPODivTrainer": "trainer",
+    "PolyEPOConfig": "trainer",
+    "PolyEPOTrainer": "trainer",
+    "diversity_bonus": "advantages",
+    "group_relative_advantages": "advantages",
+    "marginal_set_advantages": "advantages",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = ["__version__", *_EXPORTS]

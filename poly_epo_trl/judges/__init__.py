@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .answer import AnswerJudge, final_answer, last_boxed
+from ..text import last_boxed
+from .answer import AnswerJudge, final_answer
 from .base import CallableJudge, ClusteringJudge, DistinctJudge, normalize_labels, run_coroutine
 
 

@@ -4,33 +4,11 @@ from __future__ import annotations
 
 import re
 
+from ..text import last_boxed, normalize_answer
 from .base import ClusteringJudge
 
 _NUMBER = re.compile(r"-?\d+(?:[.,]\d+)*(?:/\d+)?")
 ANSWER_MODES = ("auto", "boxed", "last_number", "text")
-
-
-def last_boxed(text: str) -> str | None:
-    """Content of the last \\boxed{...} (or \\fbox{...}) in text, nested braces handled; None if there is none."""
-    start = max(text.rfind("\\boxed{"), text.rfind("\\fbox{"))
-    if start < 0:
-        return None
-    i = text.index("{", start) + 1
-    depth, begin = 1, i
-    while i < len(text):
-        if text[i] == "{":
-            depth += 1
-        elif text[i] == "}":
-            depth -= 1
-            if depth == 0:
-                return text[begin:i]
-        i += 1
-    return None
-
-
-def normalize_answer(answer: str) -> str:
-    """Drop whitespace, dollar signs and a trailing period; lowercase."""
-    return re.sub(r"\s+|\$", "", answer).rstrip(".").lower()
 
 
 def final_answer(text: str, mode: str = "auto") -> str | None:

@@ -1,7 +1,7 @@
 """The trainers: PolyEPOTrainer (set RL) and the paper's GRPO+DIV baseline, with their config."""
 
 from .config import PolyEPOConfig, load_objective
-from .poly_epo_trainer import GRPODivTrainer, PolyEPOTrainer, SetBatch, message_text, prompt_text
+from .poly_epo_trainer import GRPODivTrainer, PolyEPOTrainer, SetBatch
 
 __all__ = [
     "GRPODivTrainer",
@@ -9,6 +9,4 @@ __all__ = [
     "PolyEPOTrainer",
     "SetBatch",
     "load_objective",
-    "message_text",
-    "prompt_text",
 ]

@@ -19,30 +19,8 @@ from trl import GRPOTrainer
 from ..advantages import diversity_bonus, marginal_set_advantages
 from ..evaluation.diversity import group_diversity_metrics
 from ..judges import ClusteringJudge, resolve_judge
+from ..text import message_text, prompt_text
 from .config import PolyEPOConfig, load_objective
-
-
-def message_text(value: Any) -> str:
-    """Plain text of a prompt or completion: a string, or the contents of a list of chat messages."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, list):
-        parts = []
-        for message in value:
-            content = message.get("content", "") if isinstance(message, dict) else message
-            if isinstance(content, list):  # multimodal content blocks
-                content = " ".join(block.get("text", "") for block in content if isinstance(block, dict))
-            parts.append(str(content))
-        return "\n".join(parts)
-    return str(value)
-
-
-def prompt_text(prompt: Any) -> str:
-    """The problem a judge sees: the last user message of a chat prompt, or the prompt string."""
-    if isinstance(prompt, list):
-        users = [m for m in prompt if isinstance(m, dict) and m.get("role") == "user"]
-        return message_text(users[-1:] or prompt)
-    return message_text(prompt)
 
 
 @dataclass
