@@ -52,13 +52,13 @@ def main(model_dir: str, out: str, rows_per_rank: int, num_generations: int, set
     )
     trainer.seen = []
     judged = []
-    judge_groups = trainer.judge.cluster_groups
+    judge_groups = trainer.judge.judge_groups
 
     def counting(groups):
         judged.append(len(groups))
         return judge_groups(groups)
 
-    trainer.judge.cluster_groups = counting
+    trainer.judge.judge_groups = counting
     trainer.train()
     batch = trainer.last_set_batch
     torch.save(

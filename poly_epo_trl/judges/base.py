@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from ..advantages.objectives import DEGENERATE_CLUSTER_ID
+from .errors import JudgeError
 
 T = TypeVar("T")
+logger = logging.getLogger(__name__)
 Group = tuple[str, Sequence[str]]
 JudgeFn = Callable[[str, list[str]], list[int]]
 
@@ -50,47 +54,97 @@ def run_coroutine(coro: Coroutine[Any, Any, T]) -> T:
     return result["value"]
 
 
+FALLBACKS = ("distinct", "grpo", "skip", "raise")
+
+
+@dataclass
+class JudgeResult:
+    """One group's verdict. ``fallback`` is None when a judge answered; otherwise "distinct" (``labels`` gives every
+    completion its own cluster), "grpo" or "skip" (no labels: the trainer uses Dr.GRPO's advantage, or 0)."""
+
+    labels: list[int] | None
+    judge: str
+    fallback: str | None = None
+
+
 class ClusteringJudge:
-    """Clusters groups of completions by strategy, concurrently.
+    """Clusters groups of completions by strategy, concurrently, and never fails a batch unless told to.
 
     Subclasses implement ``acluster(prompt, completions)`` for one group. ``cluster_groups`` judges a batch with at
-    most ``max_concurrency`` groups in flight, checks every answer has one id per completion, and renumbers ids
-    densely. ``stats`` counts what happened since the last ``pop_stats()``, for the trainer's metrics.
+    most ``max_concurrency`` groups in flight, checks every answer has one integer id per completion, and renumbers
+    ids densely. When a group's judging fails, the judges in ``chain`` are tried in turn, then ``fallback`` applies:
+    "distinct", "grpo", "skip" (see JudgeResult) or "raise". ``stats`` counts what happened since ``pop_stats()``.
     """
 
     name = "judge"
 
-    def __init__(self, max_concurrency: int = 32, degenerate_cluster_id: int = DEGENERATE_CLUSTER_ID) -> None:
+    def __init__(
+        self,
+        max_concurrency: int = 32,
+        degenerate_cluster_id: int = DEGENERATE_CLUSTER_ID,
+        fallback: str = "raise",
+        chain: Sequence[ClusteringJudge] = (),
+    ) -> None:
         if max_concurrency < 1:
             raise ValueError(f"max_concurrency must be at least 1, got {max_concurrency}.")
+        if fallback not in FALLBACKS:
+            raise ValueError(f"fallback must be one of {FALLBACKS}, got {fallback!r}.")
         self.max_concurrency = max_concurrency
         self.degenerate_cluster_id = degenerate_cluster_id
+        self.fallback = fallback
+        self.chain = list(chain)
         self.stats: Counter[str] = Counter()
+        self._warned: set[type] = set()
 
     async def acluster(self, prompt: str, completions: list[str]) -> list[int]:
         raise NotImplementedError
 
-    async def acluster_groups(self, groups: Sequence[Group]) -> list[list[int]]:
+    async def ajudge(self, prompt: str, completions: list[str]) -> JudgeResult:
+        """One group through this judge, then the chain, then the fallback."""
+        for judge in [self, *self.chain]:
+            try:
+                labels = judge.check_labels(await judge.acluster(prompt, completions), len(completions))
+            except Exception as error:
+                self.stats[f"failed/{judge.name}"] += 1
+                if not isinstance(error, JudgeError | ValueError) and type(error) not in self._warned:
+                    self._warned.add(type(error))  # not a judging failure: likely a bug or an SDK change
+                    logger.warning("%s raised %s: %s", judge.name, type(error).__name__, error)
+                last_error = error
+                continue
+            if judge is not self:
+                self.stats[f"answered_by/{judge.name}"] += 1
+                self.stats.update({f"{judge.name}/{k}": v for k, v in judge.pop_stats().items()})
+            return JudgeResult(labels, judge.name)
+        if self.fallback == "raise":
+            raise JudgeError(f"{self.name} could not judge a group: {last_error}") from last_error
+        self.stats[f"fallback/{self.fallback}"] += 1
+        labels = list(range(len(completions))) if self.fallback == "distinct" else None
+        return JudgeResult(labels, self.name, self.fallback)
+
+    async def ajudge_groups(self, groups: Sequence[Group]) -> list[JudgeResult]:
         semaphore = asyncio.Semaphore(self.max_concurrency)
 
-        async def one(prompt: str, completions: Sequence[str]) -> list[int]:
+        async def one(prompt: str, completions: Sequence[str]) -> JudgeResult:
             async with semaphore:
-                labels = await self.acluster(prompt, list(completions))
-            return self.check_labels(labels, len(completions))
+                return await self.ajudge(prompt, list(completions))
 
         return list(await asyncio.gather(*(one(p, c) for p, c in groups)))
 
-    def cluster_groups(self, groups: Sequence[Group]) -> list[list[int]]:
-        """Judge a batch of (prompt, completions) groups; returns one list of ids per group."""
+    def judge_groups(self, groups: Sequence[Group]) -> list[JudgeResult]:
+        """Judge a batch of (prompt, completions) groups; one JudgeResult per group."""
         if not groups:
             return []
         start = time.perf_counter()
-        labels = run_coroutine(self.acluster_groups(groups))
+        results = run_coroutine(self.ajudge_groups(groups))
         self.stats["groups"] += len(groups)
         self.stats["seconds"] += time.perf_counter() - start
-        return labels
+        return results
 
-    def __call__(self, prompt: str, completions: list[str]) -> list[int]:
+    def cluster_groups(self, groups: Sequence[Group]) -> list[list[int] | None]:
+        """Judge a batch of groups; one list of ids per group (None where the fallback is "grpo" or "skip")."""
+        return [result.labels for result in self.judge_groups(groups)]
+
+    def __call__(self, prompt: str, completions: list[str]) -> list[int] | None:
         return self.cluster_groups([(prompt, completions)])[0]
 
     def check_labels(self, labels: Sequence[int], expected: int) -> list[int]:

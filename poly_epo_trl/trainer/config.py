@@ -5,10 +5,14 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from trl import GRPOConfig
 
 from ..advantages import BUILTIN_OBJECTIVES, DEGENERATE_CLUSTER_ID, ESTIMATORS, REDUCTIONS
+from ..judges.base import FALLBACKS
+from ..judges.prompts import BUILTIN_TEMPLATES
+from ..judges.resilience import RetryPolicy
 
 
 def load_objective(spec: str) -> str | Callable:
@@ -101,11 +105,30 @@ class PolyEPOConfig(GRPOConfig):
     judge: str | None = field(
         default=None,
         metadata={
-            "help": "Clustering judge spec, used when no judge object is passed to the trainer: 'answer', "
-            "'answer:<mode>', 'distinct', ..."
+            "help": "Clustering judge spec, used when no judge object is passed to the trainer: 'answer[:<mode>]', "
+            "'distinct', 'embedding[:<path>]', 'anthropic[:<model>]', 'openai:<base_url>/<model>', "
+            "'transformers:<path>' or 'transformers:smollm2'; 'a,b' falls back from judge a to judge b."
         },
     )
     judge_max_concurrency: int = field(default=32, metadata={"help": "Groups judged concurrently per process."})
+    judge_fallback: str = field(
+        default="distinct",
+        metadata={
+            "help": "When a judge spec (and its chain) cannot judge a group: 'distinct' (every completion its own "
+            "cluster, the authors' behaviour), 'grpo' (Dr.GRPO advantage for that group), 'skip' (advantage 0) or "
+            "'raise' (stop training)."
+        },
+    )
+    judge_template: str = field(
+        default="math",
+        metadata={"help": "Prompt of language-model judges: 'math', 'code' or the path of your own template file."},
+    )
+    judge_cache_dir: str | None = field(
+        default=None,
+        metadata={"help": "Directory of the on-disk judge cache (shared by processes, reused on resume)."},
+    )
+    judge_timeout: float = field(default=60.0, metadata={"help": "Seconds per judge call before it is retried."})
+    judge_max_retries: int = field(default=4, metadata={"help": "Retries per group after the first judge call."})
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -151,5 +174,21 @@ class PolyEPOConfig(GRPOConfig):
             )
         if self.diversity_coef < 0:
             raise ValueError(f"diversity_coef must be non-negative, got {self.diversity_coef}.")
+        if self.judge_fallback not in FALLBACKS:
+            raise ValueError(f"judge_fallback must be one of {FALLBACKS}, got {self.judge_fallback!r}.")
+        if self.judge_timeout <= 0 or self.judge_max_retries < 0:
+            raise ValueError("judge_timeout must be positive and judge_max_retries non-negative.")
+        if self.judge_template not in BUILTIN_TEMPLATES and not Path(self.judge_template).is_file():
+            raise ValueError(
+                f"judge_template={self.judge_template!r} is neither one of {BUILTIN_TEMPLATES} nor an existing file."
+            )
         if self.judge_max_concurrency < 1:
             raise ValueError(f"judge_max_concurrency must be at least 1, got {self.judge_max_concurrency}.")
+
+    def judge_lm_options(self) -> dict:
+        """Options for language-model judges built from the ``judge`` spec."""
+        return {
+            "template": self.judge_template,
+            "cache_dir": self.judge_cache_dir,
+            "retry": RetryPolicy(timeout=self.judge_timeout, max_retries=self.judge_max_retries),
+        }

@@ -16,7 +16,7 @@ import torch
 from accelerate.utils import gather_object
 from trl import GRPOTrainer
 
-from ..advantages import diversity_bonus, marginal_set_advantages
+from ..advantages import diversity_bonus, group_relative_advantages, marginal_set_advantages
 from ..evaluation.diversity import group_diversity_metrics
 from ..judges import ClusteringJudge, resolve_judge
 from ..text import message_text, prompt_text
@@ -33,6 +33,7 @@ class SetBatch:
     mode: str
     prompts: list[str]
     completions: list[str]
+    fallbacks: list[str | None]
 
 
 class _JudgedGroupsTrainer(GRPOTrainer):
@@ -52,7 +53,11 @@ class _JudgedGroupsTrainer(GRPOTrainer):
                 "judge(prompt, completions) -> list[int], or a spec such as 'answer') or set PolyEPOConfig.judge."
             )
         self.judge: ClusteringJudge = resolve_judge(
-            judge, max_concurrency=config.judge_max_concurrency, degenerate_cluster_id=config.degenerate_cluster_id
+            judge,
+            max_concurrency=config.judge_max_concurrency,
+            degenerate_cluster_id=config.degenerate_cluster_id,
+            fallback=config.judge_fallback,
+            **config.judge_lm_options(),
         )
         super().__init__(*args, **kwargs)
         self.last_set_batch: SetBatch | None = None
@@ -61,11 +66,12 @@ class _JudgedGroupsTrainer(GRPOTrainer):
         mode = "train" if self.model.training else "eval"
         return mode, self.num_generations if mode == "train" else self.num_generations_eval
 
-    def _judge_groups(self, prompts: list, completions: list, group_size: int) -> tuple[torch.Tensor, list, list]:
-        """Cluster ids [G, N] of the gathered batch, and its prompt and completion texts.
+    def _judge_groups(self, prompts: list, completions: list, group_size: int) -> tuple:
+        """Cluster ids [G, N] of the gathered batch, each group's fallback (None when judged), and the texts.
 
         Each group is judged by the process that holds its first row, so a group straddling two processes is
-        judged once; the labels are then shared with every process."""
+        judged once; the verdicts are then shared with every process. Groups whose fallback is "grpo" or "skip"
+        get distinct ids here; the trainer replaces their advantages."""
         all_prompts = gather_object([prompt_text(p) for p in prompts])
         all_completions = gather_object([message_text(c) for c in completions])
         num_groups = len(all_completions) // group_size
@@ -73,14 +79,16 @@ class _JudgedGroupsTrainer(GRPOTrainer):
         rank = self.accelerator.process_index
         owned = [g for g in range(num_groups) if (g * group_size) // local_rows == rank]
         groups = [(all_prompts[g * group_size], all_completions[g * group_size : (g + 1) * group_size]) for g in owned]
-        labels = self.judge.cluster_groups(groups)
-        judged = gather_object(list(zip(owned, labels, strict=True)))
+        results = self.judge.judge_groups(groups)
+        judged = gather_object([(g, r.labels, r.fallback) for g, r in zip(owned, results, strict=True)])
         cluster_ids = torch.full((num_groups, group_size), -1, dtype=torch.long)
-        for g, ids in judged:
-            cluster_ids[g] = torch.tensor(ids, dtype=torch.long)
+        fallbacks: list[str | None] = [None] * num_groups
+        for g, ids, fallback in judged:
+            cluster_ids[g] = torch.tensor(ids if ids is not None else range(group_size), dtype=torch.long)
+            fallbacks[g] = fallback
         if (cluster_ids < 0).any():
             raise RuntimeError("Some groups were not judged by any process; the batch layout is not the expected one.")
-        return cluster_ids.to(self.accelerator.device), all_prompts, all_completions
+        return cluster_ids.to(self.accelerator.device), fallbacks, all_prompts, all_completions
 
     def _log_judge_stats(self, mode: str, judge_seconds: float) -> None:
         stats = self.judge.pop_stats()
@@ -97,14 +105,14 @@ class _JudgedGroupsTrainer(GRPOTrainer):
         judge's ids [G, N] and the texts; advantages are left NaN for the caller to fill in."""
         mode, group_size = self._mode_and_group_size()
         start = time.perf_counter()
-        cluster_ids, all_prompts, all_completions = self._judge_groups(prompts, completions, group_size)
+        cluster_ids, fallbacks, all_prompts, all_completions = self._judge_groups(prompts, completions, group_size)
         self._log_judge_stats(mode, time.perf_counter() - start)
         weights = self.reward_weights.to(rewards_per_func.device)
         rewards = (rewards_per_func * weights).nansum(dim=1)
         rewards[torch.isnan(rewards_per_func).all(dim=1)] = torch.nan
         rewards = rewards.view(-1, group_size)
         advantages = torch.full_like(rewards, torch.nan)
-        return SetBatch(rewards, cluster_ids, advantages, mode, all_prompts, all_completions)
+        return SetBatch(rewards, cluster_ids, advantages, mode, all_prompts, all_completions, fallbacks)
 
     def _log_diversity(self, batch: SetBatch) -> None:
         metrics = group_diversity_metrics(
@@ -147,6 +155,7 @@ class PolyEPOTrainer(_JudgedGroupsTrainer):
         rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
         batch = self._judged_rewards(rewards_per_func, prompts, completions)
         advantages, set_values = self.compute_set_advantages(batch.rewards, batch.cluster_ids)
+        advantages = self._apply_fallbacks(advantages, batch)
         batch.advantages = advantages
         self.last_set_batch = batch
         self._pending_advantages = advantages.flatten()
@@ -158,6 +167,19 @@ class PolyEPOTrainer(_JudgedGroupsTrainer):
         metrics["poly_epo/advantage_max"].append(advantages.max().item())
         metrics["poly_epo/advantage_min"].append(advantages.min().item())
         return rewards_per_func
+
+    def _apply_fallbacks(self, advantages: torch.Tensor, batch: SetBatch) -> torch.Tensor:
+        """Groups the judge could not cluster: Dr.GRPO's advantage ("grpo") or none at all ("skip")."""
+        if not any(f in ("grpo", "skip") for f in batch.fallbacks):
+            return advantages
+        advantages = advantages.clone()
+        grpo = group_relative_advantages(batch.rewards)
+        for g, fallback in enumerate(batch.fallbacks):
+            if fallback == "grpo":
+                advantages[g] = grpo[g]
+            elif fallback == "skip":
+                advantages[g] = 0.0
+        return advantages
 
     def _generate_and_score_completions(self, inputs):
         output = super()._generate_and_score_completions(inputs)
@@ -191,7 +213,11 @@ class GRPODivTrainer(_JudgedGroupsTrainer):
         rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
         task_rewards = rewards_per_func[:, :-1]
         batch = self._judged_rewards(task_rewards, prompts, completions)
-        bonus = diversity_bonus(batch.cluster_ids, 1.0, self.args.degenerate_cluster_id).flatten()
+        bonus = diversity_bonus(batch.cluster_ids, 1.0, self.args.degenerate_cluster_id)
+        for g, fallback in enumerate(batch.fallbacks):
+            if fallback in ("grpo", "skip"):  # no clusters to reward: the plain reward, as in GRPO
+                bonus[g] = 0.0
+        bonus = bonus.flatten()
         scored = ~torch.isnan(task_rewards).all(dim=1)
         rewards_per_func[:, -1] = torch.where(scored, bonus.to(rewards_per_func.dtype), torch.nan)
         self._log_diversity(batch)

