@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import os
 import re
@@ -33,6 +34,7 @@ JUDGE_SPECS = (
     "anthropic[:<model>]",
     "openai:<base_url>/<model>",
     "transformers:<path>|smollm2",
+    "python:<module>:<function>",
 )
 _OPENAI = re.compile(r"^(https?://[^/]+(?:/v\d+)?)/(.+)$")
 
@@ -72,6 +74,13 @@ def _one_judge(spec: str, common: dict[str, Any], lm: dict[str, Any]) -> Cluster
         return AnswerJudge(mode=arg or "auto", **common)
     if kind == "distinct":
         return DistinctJudge(**common)
+    if kind == "python":
+        module_name, _, attribute = arg.partition(":")
+        try:
+            fn = getattr(importlib.import_module(module_name), attribute)
+        except (ImportError, AttributeError, ValueError) as error:
+            raise ValueError(f"Judge spec {spec!r}: cannot import {arg!r} ({error}).") from None
+        return CallableJudge(fn, **common)
     if kind == "embedding":
         from .embedding import EmbeddingJudge
 

@@ -3,35 +3,62 @@
 math-verify bounds its parsing and comparison time with ``signal.alarm``, which works only in a main thread, while
 TRL may call a reward from another thread or an event loop. So equivalence checks run in worker processes (in their
 main thread, signal timeouts on) and the caller also waits with a wall-clock deadline: a check that hangs even there
-(sympy stuck in C code) has its workers killed and scores 0. Any caller thread gets a correct, bounded answer.
+(sympy stuck in C code) has its worker killed and scores 0. Any caller thread gets a correct, bounded answer.
 """
 
 from __future__ import annotations
 
-import multiprocessing
-import threading
+import json
+import os
+import queue
+import select
+import subprocess
+import sys
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ..text import last_boxed, message_text, normalize_answer
 
 
-def _verify_pair(gold: str, prediction: str, timeout_seconds: int) -> bool:
-    """In a worker process: does math-verify find ``prediction`` equivalent to ``gold``?"""
-    from math_verify import parse, verify
+class _Worker:
+    """One ``_math_worker`` process; ``check`` returns None when it missed the deadline (the worker is then dead)."""
 
-    gold_parsed = parse(f"${gold}$", parsing_timeout=timeout_seconds)
-    predicted = parse(f"\\boxed{{{prediction}}}", parsing_timeout=timeout_seconds)
-    if not gold_parsed or not predicted:
-        return False
-    return bool(verify(gold_parsed, predicted, timeout_seconds=timeout_seconds))
+    def __init__(self) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "poly_epo_trl.rewards._math_worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            env={**os.environ, "PYTHONWARNINGS": "ignore"},
+        )
+        if self.process.stdout.readline().strip() != "ready":  # start-up is not checking time: no deadline
+            raise RuntimeError("the math-verify worker did not start; is math-verify installed?")
+
+    def check(self, gold: str, prediction: str, timeout_seconds: int, deadline: float) -> bool | None:
+        try:
+            self.process.stdin.write(json.dumps([gold, prediction, timeout_seconds]) + "\n")
+            self.process.stdin.flush()
+        except OSError:
+            return None
+        ready, _, _ = select.select([self.process.stdout], [], [], deadline)
+        line = self.process.stdout.readline() if ready else ""
+        if line.strip() not in ("0", "1"):
+            self.close()
+            return None
+        return line.strip() == "1"
+
+    def close(self) -> None:
+        self.process.kill()
+        self.process.wait()
 
 
 class MathVerifier:
-    """Equivalence checks in a small pool of worker processes, each bounded by ``timeout_seconds``.
+    """Equivalence checks in worker processes, each bounded by ``timeout_seconds``; thread-safe.
 
-    Thread-safe. A check that misses the wall-clock deadline (``2 * timeout_seconds + 5`` s) counts as not
-    equivalent and the pool is replaced, so one pathological answer never stalls training.
+    A check that misses the wall-clock deadline (``2 * timeout_seconds + 5`` s) counts as not equivalent and its
+    worker is replaced, so one pathological answer never stalls training.
     """
 
     def __init__(self, num_workers: int = 2, timeout_seconds: int = 3) -> None:
@@ -41,48 +68,36 @@ class MathVerifier:
         self.timeout_seconds = timeout_seconds
         self.deadline_seconds = 2 * timeout_seconds + 5
         self.timeouts = 0
-        self._pool: Any = None
-        self._lock = threading.Lock()
+        self._idle: queue.Queue[_Worker | None] = queue.Queue()
+        for _ in range(num_workers):
+            self._idle.put(None)  # started on first use
 
-    def _get_pool(self) -> Any:
-        with self._lock:
-            if self._pool is None:
-                context = multiprocessing.get_context("spawn")  # never fork a process that holds CUDA or threads
-                self._pool = context.Pool(self.num_workers)
-                # Start-up (imports) is not checking time: wait for every worker once, without the deadline.
-                self._pool.starmap(_verify_pair, [("1", "1", self.timeout_seconds)] * self.num_workers)
-            return self._pool
-
-    def _restart(self, pool: Any) -> None:
-        with self._lock:
-            if self._pool is pool:
-                self._pool = None
-        pool.terminate()
+    def _check(self, pair: tuple[str, str]) -> bool:
+        worker = self._idle.get()
+        try:
+            worker = worker or _Worker()
+            result = worker.check(*pair, self.timeout_seconds, self.deadline_seconds)
+            if result is None:
+                self.timeouts += 1
+                worker = None
+            return bool(result)
+        finally:
+            self._idle.put(worker)
 
     def equivalent(self, pairs: Sequence[tuple[str, str]]) -> list[bool]:
         """For each (gold, prediction), whether math-verify finds them equivalent within the time limits."""
         if not pairs:
             return []
-        pool = self._get_pool()
-        pending = [pool.apply_async(_verify_pair, (g, p, self.timeout_seconds)) for g, p in pairs]
-        results: list[bool] = []
-        for job in pending:
-            try:
-                results.append(bool(job.get(timeout=self.deadline_seconds)))
-            except multiprocessing.TimeoutError:
-                # The worker is stuck: kill the pool, score this pair 0 and check the rest on a fresh pool.
-                self.timeouts += 1
-                self._restart(pool)
-                return [*results, False, *self.equivalent(pairs[len(results) + 1 :])]
-            except Exception:
-                results.append(False)
-        return results
+        with ThreadPoolExecutor(max_workers=min(self.num_workers, len(pairs))) as pool:
+            return list(pool.map(self._check, pairs))
 
     def close(self) -> None:
-        with self._lock:
-            pool, self._pool = self._pool, None
-        if pool is not None:
-            pool.terminate()
+        for _ in range(self.num_workers):
+            worker = self._idle.get()
+            if worker is not None:
+                worker.close()
+        for _ in range(self.num_workers):
+            self._idle.put(None)
 
 
 _VERIFIER: MathVerifier | None = None

@@ -1,0 +1,259 @@
+"""Training entry point: a YAML recipe (plus command-line overrides) in, a trained model out.
+
+    accelerate launch --config_file recipes/accelerate_configs/zero2.yaml -m poly_epo_trl.train \\
+        --config recipes/Qwen3-4B-Base/poly_epo/config_polaris.yaml
+    python -m poly_epo_trl.train --config recipes/tiny/poly_epo/config_cpu.yaml --dry_run true
+
+``trainer`` picks Poly-EPO, Dr.GRPO or GRPO+DIV, so the paper's comparison is three recipes that differ in one line.
+Everything is checked before the model loads: unknown keys, dataset columns, rewards, the judge (one probe call).
+"""
+
+from __future__ import annotations
+
+import difflib
+import logging
+import sys
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from datasets import Dataset, load_dataset
+from trl import GRPOTrainer, ModelConfig, TrlParser, get_peft_config
+
+from .judges import ClusteringJudge, resolve_judge
+from .rewards import resolve_reward
+from .trainer import GRPODivTrainer, PolyEPOConfig, PolyEPOTrainer
+
+logger = logging.getLogger(__name__)
+TRAINERS = {"poly_epo": PolyEPOTrainer, "grpo": GRPOTrainer, "grpo_div": GRPODivTrainer}
+MATH_INSTRUCTION = "Please reason step by step, and put your final answer within \\boxed{}."
+BUILTIN_MODELS = ("demo", "smollm2")
+BUILTIN_DATASETS = ("sum_pair",)
+PROBE = ("What is 2 + 3?", ["2 + 3 = 5, so the answer is \\boxed{5}.", "Counting on from 2: 3, 4, 5. \\boxed{5}"])
+
+
+class RecipeError(ValueError):
+    """A recipe that cannot run; the message says what to change."""
+
+
+@dataclass
+class ScriptArguments:
+    """What to train on, with which rewards, and with which trainer (the rest is PolyEPOConfig and ModelConfig)."""
+
+    dataset_name: str = field(
+        default="builtin:sum_pair",
+        metadata={"help": "Hub dataset id, a local .json/.jsonl/.csv/.parquet file, or 'builtin:sum_pair'."},
+    )
+    dataset_config: str | None = field(default=None, metadata={"help": "Dataset configuration name."})
+    dataset_train_split: str = field(default="train", metadata={"help": "Split to train on."})
+    max_train_samples: int | None = field(default=None, metadata={"help": "Keep only the first rows (smoke tests)."})
+    prompt_column: str = field(default="problem", metadata={"help": "Column holding the problem text."})
+    answer_column: str | None = field(
+        default="answer", metadata={"help": "Column with the reference answer, passed to rewards as `answer`."}
+    )
+    tests_column: str | None = field(
+        default=None, metadata={"help": "Column with unit tests, passed to rewards as `tests` (code reward)."}
+    )
+    instruction: str = field(
+        default=MATH_INSTRUCTION, metadata={"help": "Appended to each problem after a blank line ('' for none)."}
+    )
+    system_prompt: str | None = field(default=None, metadata={"help": "Optional system message."})
+    chat_format: bool = field(
+        default=True,
+        metadata={"help": "Conversational prompts (TRL applies the tokenizer's chat template); false: plain text."},
+    )
+    reward_funcs: list[str] = field(
+        default_factory=lambda: ["math"],
+        metadata={"help": "Rewards by name: 'math', 'code', 'sum_pair', or 'package.module:function'."},
+    )
+    trainer: str = field(
+        default="poly_epo", metadata={"help": "'poly_epo', 'grpo' (Dr.GRPO baseline) or 'grpo_div' (GRPO+DIV)."}
+    )
+    dry_run: bool = field(
+        default=False,
+        metadata={"help": "Check the recipe (config, dataset, rewards, judge) and stop before loading the model."},
+    )
+    check_judge: bool = field(default=True, metadata={"help": "Send one probe group to the judge before training."})
+
+
+def parse(argv: list[str] | None = None) -> tuple[ScriptArguments, PolyEPOConfig, ModelConfig]:
+    parser = TrlParser((ScriptArguments, PolyEPOConfig, ModelConfig))
+    try:
+        script_args, training_args, model_args = parser.parse_args_and_config(argv)
+    except ValueError as error:
+        raise RecipeError(_explain_unknown(str(error))) from None
+    if script_args.trainer not in TRAINERS:
+        raise RecipeError(f"trainer={script_args.trainer!r}: use one of {sorted(TRAINERS)}.")
+    return script_args, training_args, model_args
+
+
+def _explain_unknown(message: str) -> str:
+    if "Unknown arguments" not in message and "not used by" not in message:
+        return message
+    known = {f.name for cls in (ScriptArguments, PolyEPOConfig, ModelConfig) for f in fields(cls)}
+    keys = [word.strip("'[],") for word in message.split() if word.strip("'[],").startswith("--")]
+    hints = []
+    for key in keys:
+        close = difflib.get_close_matches(key[2:], known, n=1)
+        hints.append(f"{key[2:]!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+    return f"Unknown recipe keys: {', '.join(hints)}. Remove or rename them."
+
+
+def load_table(script_args: ScriptArguments) -> Dataset:
+    name = script_args.dataset_name
+    if name == "builtin:sum_pair":
+        from .demo.task import make_prompt
+        from .demo.warm_start import TRAIN_TOTALS
+
+        return Dataset.from_dict({"problem": [make_prompt(s) for s in TRAIN_TOTALS]})
+    path = Path(name)
+    if path.suffix in (".json", ".jsonl", ".csv", ".parquet"):
+        if not path.is_file():
+            raise RecipeError(f"dataset_name={name!r}: no such file.")
+        kind = {"jsonl": "json"}.get(path.suffix[1:], path.suffix[1:])
+        return load_dataset(kind, data_files=str(path), split="train")
+    try:
+        return load_dataset(name, script_args.dataset_config, split=script_args.dataset_train_split)
+    except Exception as error:
+        raise RecipeError(
+            f"Could not load dataset {name!r} (split {script_args.dataset_train_split!r}): {error}. Check the name "
+            "and split, that you are online (or the dataset is cached), or point dataset_name at a local file."
+        ) from None
+
+
+def format_dataset(dataset: Dataset, script_args: ScriptArguments) -> Dataset:
+    """Rows with ``prompt`` (problem + instruction, as chat messages or text) and ``answer`` / ``tests``."""
+    wanted = {"prompt_column": script_args.prompt_column}
+    if script_args.answer_column:
+        wanted["answer_column"] = script_args.answer_column
+    if script_args.tests_column:
+        wanted["tests_column"] = script_args.tests_column
+    for option, column in wanted.items():
+        if column not in dataset.column_names:
+            raise RecipeError(
+                f"The dataset has no column {column!r} ({option}); its columns are {dataset.column_names}. "
+                f"Set {option} to one of them."
+            )
+
+    def to_prompt(row: dict[str, Any]) -> dict[str, Any]:
+        text = str(row[script_args.prompt_column]).strip()
+        if script_args.instruction:
+            text = f"{text}\n\n{script_args.instruction}"
+        out: dict[str, Any] = {}
+        if script_args.chat_format:
+            messages = [{"role": "system", "content": script_args.system_prompt}] if script_args.system_prompt else []
+            out["prompt"] = [*messages, {"role": "user", "content": text}]
+        else:
+            out["prompt"] = text
+        if script_args.answer_column:
+            out["answer"] = str(row[script_args.answer_column])
+        if script_args.tests_column:
+            out["tests"] = row[script_args.tests_column]
+        return out
+
+    if script_args.max_train_samples is not None:
+        dataset = dataset.select(range(min(script_args.max_train_samples, len(dataset))))
+    keep = {"prompt", "answer", "tests", "entry_point"}
+    remove = [c for c in dataset.column_names if c not in keep or c == script_args.prompt_column]
+    return dataset.map(to_prompt, remove_columns=remove)
+
+
+def resolve_model(model_args: ModelConfig) -> str:
+    name = model_args.model_name_or_path
+    if name in (None, "", "builtin:demo"):
+        from .demo.warm_start import DEFAULT_ASSET
+
+        return str(DEFAULT_ASSET)
+    if name == "builtin:smollm2":
+        from .judges import smollm2_path
+
+        return smollm2_path()
+    return name
+
+
+def check_judge(judge: ClusteringJudge) -> None:
+    """One probe group, without fallbacks: a judge that cannot answer stops the run before the model loads."""
+    saved_fallback, saved_chain = judge.fallback, judge.chain
+    judge.fallback, judge.chain = "raise", []
+    try:
+        judge.cluster_groups([PROBE])
+    except Exception as error:
+        raise RecipeError(
+            f"The judge {judge!r} did not answer a probe group: {error}. Start its server (or set its API key), "
+            "choose another judge, or set check_judge: false to rely on judge_fallback."
+        ) from None
+    finally:
+        judge.fallback, judge.chain = saved_fallback, saved_chain
+        judge.pop_stats()
+
+
+def build(script_args: ScriptArguments, training_args: PolyEPOConfig, model_args: ModelConfig) -> dict[str, Any]:
+    """Everything the trainer needs except the model weights, checked."""
+    try:
+        rewards = [resolve_reward(name) for name in script_args.reward_funcs]
+    except ValueError as error:
+        raise RecipeError(str(error)) from None
+    if training_args.reward_weights is not None and len(training_args.reward_weights) != len(rewards):
+        raise RecipeError(
+            f"reward_weights has {len(training_args.reward_weights)} entries for {len(rewards)} rewards."
+        )
+    dataset = format_dataset(load_table(script_args), script_args)
+    if len(dataset) == 0:
+        raise RecipeError("The dataset is empty after formatting.")
+    judge = None
+    if script_args.trainer != "grpo":
+        if training_args.judge is None:
+            raise RecipeError(
+                f"trainer={script_args.trainer!r} needs a judge: set judge (e.g. 'answer', 'embedding')."
+            )
+        try:
+            judge = resolve_judge(
+                training_args.judge,
+                max_concurrency=training_args.judge_max_concurrency,
+                degenerate_cluster_id=training_args.degenerate_cluster_id,
+                fallback=training_args.judge_fallback,
+                **training_args.judge_lm_options(),
+            )
+        except (ValueError, ImportError) as error:
+            raise RecipeError(f"judge={training_args.judge!r}: {error}") from None
+        if script_args.check_judge:
+            check_judge(judge)
+    return {"reward_funcs": rewards, "train_dataset": dataset, "judge": judge}
+
+
+def main(argv: list[str] | None = None) -> Any:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        script_args, training_args, model_args = parse(argv)
+        parts = build(script_args, training_args, model_args)
+    except RecipeError as error:
+        print(f"error: {error}", file=sys.stderr)
+        raise SystemExit(2) from None
+    dataset = parts["train_dataset"]
+    logger.info("%d training prompts; first: %r", len(dataset), dataset[0]["prompt"])
+    if script_args.dry_run:
+        print(
+            f"dry run ok: trainer={script_args.trainer}, {len(dataset)} prompts, rewards {script_args.reward_funcs}, "
+            f"judge {training_args.judge!r}"
+        )
+        return parts
+    model = resolve_model(model_args)
+    if model_args.dtype not in (None, "auto"):
+        training_args.model_init_kwargs = {**(training_args.model_init_kwargs or {}), "dtype": model_args.dtype}
+    cls = TRAINERS[script_args.trainer]
+    kwargs = {"judge": parts["judge"]} if cls is not GRPOTrainer else {}
+    trainer = cls(
+        model=model,
+        reward_funcs=parts["reward_funcs"],
+        args=training_args,
+        train_dataset=dataset,
+        peft_config=get_peft_config(model_args),
+        **kwargs,
+    )
+    trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
+    trainer.save_model(training_args.output_dir)
+    return trainer
+
+
+if __name__ == "__main__":
+    main()
