@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import importlib.util
 import os
 import re
@@ -10,6 +9,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from ..importing import import_callable
 from ..text import last_boxed
 from .answer import AnswerJudge, final_answer
 from .base import (
@@ -75,12 +75,7 @@ def _one_judge(spec: str, common: dict[str, Any], lm: dict[str, Any]) -> Cluster
     if kind == "distinct":
         return DistinctJudge(**common)
     if kind == "python":
-        module_name, _, attribute = arg.partition(":")
-        try:
-            fn = getattr(importlib.import_module(module_name), attribute)
-        except (ImportError, AttributeError, ValueError) as error:
-            raise ValueError(f"Judge spec {spec!r}: cannot import {arg!r} ({error}).") from None
-        return CallableJudge(fn, **common)
+        return CallableJudge(import_callable(arg, "judge", "use 'python:package.module:function'."), **common)
     if kind == "embedding":
         from .embedding import EmbeddingJudge
 

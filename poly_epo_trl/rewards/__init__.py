@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 
+from ..importing import import_callable
 from .code import code_reward, extract_code, parse_tests
 from .math import MathVerifier, math_reward
 from .sandbox import SandboxLimits, SandboxResult, run_python
@@ -18,19 +18,8 @@ REWARDS: dict[str, str] = {
 
 def resolve_reward(name: str) -> Callable:
     """A registered reward's name (``"math"``, ``"code"``, ``"sum_pair"``) or ``"package.module:function"``."""
-    module_name, _, attribute = REWARDS.get(name, name).partition(":")
-    if not attribute:
-        raise ValueError(
-            f"Unknown reward {name!r}: use one of {sorted(REWARDS)} or 'package.module:function' for your own "
-            "TRL reward function."
-        )
-    try:
-        fn = getattr(importlib.import_module(module_name), attribute)
-    except (ImportError, AttributeError) as error:
-        raise ValueError(f"Reward {name!r} could not be imported: {error}") from error
-    if not callable(fn):
-        raise ValueError(f"Reward {name!r} is not callable.")
-    return fn
+    hint = f"use one of {sorted(REWARDS)} or 'package.module:function' for your own TRL reward function."
+    return import_callable(REWARDS.get(name, name), "reward", hint)
 
 
 __all__ = [

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -10,6 +9,7 @@ from pathlib import Path
 from trl import GRPOConfig
 
 from ..advantages import BUILTIN_OBJECTIVES, DEGENERATE_CLUSTER_ID, ESTIMATORS, REDUCTIONS
+from ..importing import import_callable
 from ..judges.base import FALLBACKS
 from ..judges.prompts import BUILTIN_TEMPLATES
 from ..judges.resilience import RetryPolicy
@@ -19,19 +19,8 @@ def load_objective(spec: str) -> str | Callable:
     """A built-in objective's name, or ``"package.module:function"`` for a user's own set objective."""
     if spec in BUILTIN_OBJECTIVES:
         return spec
-    module_name, _, attribute = spec.partition(":")
-    if not attribute:
-        raise ValueError(
-            f"Unknown set_objective {spec!r}: use one of {BUILTIN_OBJECTIVES} or 'package.module:function' for "
-            "your own f(rewards[..., n], cluster_ids[..., n])."
-        )
-    try:
-        fn = getattr(importlib.import_module(module_name), attribute)
-    except (ImportError, AttributeError) as error:
-        raise ValueError(f"set_objective {spec!r} could not be imported: {error}") from error
-    if not callable(fn):
-        raise ValueError(f"set_objective {spec!r} is not callable.")
-    return fn
+    hint = f"use one of {BUILTIN_OBJECTIVES} or 'package.module:function' for your own f(rewards, cluster_ids)."
+    return import_callable(spec, "set_objective", hint)
 
 
 @dataclass
