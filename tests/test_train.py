@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from poly_epo_trl.demo.run import DemoSettings
-from poly_epo_trl.train import main
+from poly_epo_trl.train import cpu_slowdowns, main, parse
 
 ROOT = Path(__file__).resolve().parents[1]
 RECIPES = sorted((ROOT / "recipes").glob("*/*/config_*.yaml"))
@@ -104,6 +104,7 @@ def test_cpu_recipe_matches_the_demo():
     recipe = yaml.safe_load((ROOT / "recipes/tiny/poly_epo/config_cpu.yaml").read_text())
     demo = DemoSettings()
     assert recipe["learning_rate"] == demo.learning_rate and recipe["max_steps"] == demo.steps
+    assert recipe["bf16"] is False and recipe["activation_checkpointing"] is False
     assert recipe["per_device_train_batch_size"] == demo.prompts_per_step * demo.num_generations
     assert (recipe["num_generations"], recipe["set_size"]) == (demo.num_generations, demo.set_size)
 
@@ -134,6 +135,23 @@ def test_cpu_recipe_trains_under_accelerate_launch(tmp_path):
     assert (out / "model.safetensors").exists()
 
 
+def test_smollm2_smoke_recipe_trains_a_real_model(tmp_path):
+    """Every real part on a real model: SmolLM2's chat template and tokenizer, math-verify, the MiniLM judge."""
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "poly_epo_trl.train", "--config", SMOKE, "--logging_steps", "1"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+    result = subprocess.run(
+        [*command, "--output_dir", str(out)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    logs = result.stdout + result.stderr
+    assert "poly_epo/distinct_correct_clusters" in logs and "Training on CPU with" not in logs
+    assert (out / "model.safetensors").exists() and (out / "chat_template.jinja").exists()
+
+
+SMOKE = "recipes/SmolLM2-135M-Instruct/poly_epo/config_smoke.yaml"
+
+
 def run_cli(argv, capsys):
     with pytest.raises(SystemExit) as stop:
         main(argv)
@@ -156,3 +174,19 @@ def test_bad_input_stops_before_training(tmp_path, capsys, monkeypatch):
     err = run_cli([*CPU, "--judge", "openai:http://127.0.0.1:9/v1/judge-model", "--judge_timeout", "2"], capsys)
     assert "did not answer a probe group" in err and "Start its server" in err
     assert "no such file" in run_cli([*CPU, "--dataset_name", "missing.jsonl"], capsys)
+
+
+def test_cpu_runs_warn_about_slow_defaults(caplog):
+    argv = ["--config", "recipes/tiny/poly_epo/config_cpu.yaml", "--bf16", "true"]
+    argv += ["--activation_checkpointing", "true"]
+    _, slow, _ = parse(argv)
+    assert [m.split("=")[0] for m in cpu_slowdowns(slow, cuda_available=False)] == ["bf16", "activation_checkpointing"]
+    assert all("--" in m for m in cpu_slowdowns(slow, cuda_available=False))
+    assert len(cpu_slowdowns(slow, cuda_available=True)) == 2  # the recipe sets use_cpu
+    _, on_gpu, _ = parse([*argv[:2], "--activation_checkpointing", "true", "--use_cpu", "false"])
+    assert cpu_slowdowns(on_gpu, cuda_available=True) == []
+    _, recipe, _ = parse(["--config", "recipes/tiny/poly_epo/config_cpu.yaml"])
+    assert cpu_slowdowns(recipe, cuda_available=False) == []
+    with caplog.at_level("WARNING"):
+        main([*argv, "--dry_run", "true"])
+    assert "add `--bf16 false`" in caplog.text

@@ -144,6 +144,8 @@ def train_method(method: str, seed: int, settings: DemoSettings, out: Path, prog
         report_to="none",
         save_strategy="no",
         use_cpu=True,
+        bf16=False,
+        activation_checkpointing=False,
         seed=seed,
         data_seed=seed,
         disable_tqdm=True,
