@@ -14,55 +14,27 @@ import difflib
 import logging
 import sys
 from dataclasses import dataclass, field, fields
-from pathlib import Path
 from typing import Any
 
 import torch
-from datasets import Dataset, load_dataset
 from trl import GRPOTrainer, ModelConfig, TrlParser, get_peft_config
 
+from .data import DatasetArguments, RecipeError, format_dataset, load_table, resolve_model
 from .judges import ClusteringJudge, resolve_judge
 from .rewards import resolve_reward
 from .trainer import GRPODivTrainer, PolyEPOConfig, PolyEPOTrainer
 
 logger = logging.getLogger(__name__)
 TRAINERS = {"poly_epo": PolyEPOTrainer, "grpo": GRPOTrainer, "grpo_div": GRPODivTrainer}
-MATH_INSTRUCTION = "Please reason step by step, and put your final answer within \\boxed{}."
-BUILTIN_MODELS = ("demo", "smollm2")
-BUILTIN_DATASETS = ("sum_pair",)
 PROBE = ("What is 2 + 3?", ["2 + 3 = 5, so the answer is \\boxed{5}.", "Counting on from 2: 3, 4, 5. \\boxed{5}"])
 
 
-class RecipeError(ValueError):
-    """A recipe that cannot run; the message says what to change."""
-
-
 @dataclass
-class ScriptArguments:
+class ScriptArguments(DatasetArguments):
     """What to train on, with which rewards, and with which trainer (the rest is PolyEPOConfig and ModelConfig)."""
 
-    dataset_name: str = field(
-        default="builtin:sum_pair",
-        metadata={"help": "Hub dataset id, a local .json/.jsonl/.csv/.parquet file, or 'builtin:sum_pair'."},
-    )
-    dataset_config: str | None = field(default=None, metadata={"help": "Dataset configuration name."})
     dataset_train_split: str = field(default="train", metadata={"help": "Split to train on."})
     max_train_samples: int | None = field(default=None, metadata={"help": "Keep only the first rows (smoke tests)."})
-    prompt_column: str = field(default="problem", metadata={"help": "Column holding the problem text."})
-    answer_column: str | None = field(
-        default="answer", metadata={"help": "Column with the reference answer, passed to rewards as `answer`."}
-    )
-    tests_column: str | None = field(
-        default=None, metadata={"help": "Column with unit tests, passed to rewards as `tests` (code reward)."}
-    )
-    instruction: str = field(
-        default=MATH_INSTRUCTION, metadata={"help": "Appended to each problem after a blank line ('' for none)."}
-    )
-    system_prompt: str | None = field(default=None, metadata={"help": "Optional system message."})
-    chat_format: bool = field(
-        default=True,
-        metadata={"help": "Conversational prompts (TRL applies the tokenizer's chat template); false: plain text."},
-    )
     reward_funcs: list[str] = field(
         default_factory=lambda: ["math"],
         metadata={"help": "Rewards by name: 'math', 'code', 'sum_pair', or 'package.module:function'."},
@@ -100,78 +72,6 @@ def _explain_unknown(message: str) -> str:
     return f"Unknown recipe keys: {', '.join(hints)}. Remove or rename them."
 
 
-def load_table(script_args: ScriptArguments) -> Dataset:
-    name = script_args.dataset_name
-    if name == "builtin:sum_pair":
-        from .demo.task import make_prompt
-        from .demo.warm_start import TRAIN_TOTALS
-
-        return Dataset.from_dict({"problem": [make_prompt(s) for s in TRAIN_TOTALS]})
-    path = Path(name)
-    if path.suffix in (".json", ".jsonl", ".csv", ".parquet"):
-        if not path.is_file():
-            raise RecipeError(f"dataset_name={name!r}: no such file.")
-        kind = {"jsonl": "json"}.get(path.suffix[1:], path.suffix[1:])
-        return load_dataset(kind, data_files=str(path), split="train")
-    try:
-        return load_dataset(name, script_args.dataset_config, split=script_args.dataset_train_split)
-    except Exception as error:
-        raise RecipeError(
-            f"Could not load dataset {name!r} (split {script_args.dataset_train_split!r}): {error}. Check the name "
-            "and split, that you are online (or the dataset is cached), or point dataset_name at a local file."
-        ) from None
-
-
-def format_dataset(dataset: Dataset, script_args: ScriptArguments) -> Dataset:
-    """Rows with ``prompt`` (problem + instruction, as chat messages or text) and ``answer`` / ``tests``."""
-    wanted = {"prompt_column": script_args.prompt_column}
-    if script_args.answer_column:
-        wanted["answer_column"] = script_args.answer_column
-    if script_args.tests_column:
-        wanted["tests_column"] = script_args.tests_column
-    for option, column in wanted.items():
-        if column not in dataset.column_names:
-            raise RecipeError(
-                f"The dataset has no column {column!r} ({option}); its columns are {dataset.column_names}. "
-                f"Set {option} to one of them."
-            )
-
-    def to_prompt(row: dict[str, Any]) -> dict[str, Any]:
-        text = str(row[script_args.prompt_column]).strip()
-        if script_args.instruction:
-            text = f"{text}\n\n{script_args.instruction}"
-        out: dict[str, Any] = {}
-        if script_args.chat_format:
-            messages = [{"role": "system", "content": script_args.system_prompt}] if script_args.system_prompt else []
-            out["prompt"] = [*messages, {"role": "user", "content": text}]
-        else:
-            out["prompt"] = text
-        if script_args.answer_column:
-            out["answer"] = str(row[script_args.answer_column])
-        if script_args.tests_column:
-            out["tests"] = row[script_args.tests_column]
-        return out
-
-    if script_args.max_train_samples is not None:
-        dataset = dataset.select(range(min(script_args.max_train_samples, len(dataset))))
-    keep = {"prompt", "answer", "tests", "entry_point"}
-    remove = [c for c in dataset.column_names if c not in keep or c == script_args.prompt_column]
-    return dataset.map(to_prompt, remove_columns=remove)
-
-
-def resolve_model(model_args: ModelConfig) -> str:
-    name = model_args.model_name_or_path
-    if name in (None, "", "builtin:demo"):
-        from .demo.warm_start import DEFAULT_ASSET
-
-        return str(DEFAULT_ASSET)
-    if name == "builtin:smollm2":
-        from .judges import smollm2_path
-
-        return smollm2_path()
-    return name
-
-
 def check_judge(judge: ClusteringJudge) -> None:
     """One probe group, without fallbacks: a judge that cannot answer stops the run before the model loads."""
     saved_fallback, saved_chain = judge.fallback, judge.chain
@@ -198,7 +98,9 @@ def build(script_args: ScriptArguments, training_args: PolyEPOConfig, model_args
         raise RecipeError(
             f"reward_weights has {len(training_args.reward_weights)} entries for {len(rewards)} rewards."
         )
-    dataset = format_dataset(load_table(script_args), script_args)
+    dataset = format_dataset(
+        load_table(script_args, script_args.dataset_train_split), script_args, script_args.max_train_samples
+    )
     if len(dataset) == 0:
         raise RecipeError("The dataset is empty after formatting.")
     judge = None
@@ -255,7 +157,7 @@ def main(argv: list[str] | None = None) -> Any:
             f"judge {training_args.judge!r}"
         )
         return parts
-    model = resolve_model(model_args)
+    model = resolve_model(model_args.model_name_or_path)
     if model_args.dtype not in (None, "auto"):
         training_args.model_init_kwargs = {**(training_args.model_init_kwargs or {}), "dtype": model_args.dtype}
     cls = TRAINERS[script_args.trainer]

@@ -1,0 +1,115 @@
+"""Datasets for training and evaluation: load a table (Hub, local file, built-in), format the paper's prompts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from datasets import Dataset, load_dataset
+
+MATH_INSTRUCTION = "Please reason step by step, and put your final answer within \\boxed{}."
+
+
+class RecipeError(ValueError):
+    """A recipe that cannot run; the message says what to change."""
+
+
+@dataclass
+class DatasetArguments:
+    """Where the problems come from and how they become prompts (shared by training and evaluation)."""
+
+    dataset_name: str = field(
+        default="builtin:sum_pair",
+        metadata={"help": "Hub dataset id, a local .json/.jsonl/.csv/.parquet file, or 'builtin:sum_pair'."},
+    )
+    dataset_config: str | None = field(default=None, metadata={"help": "Dataset configuration name."})
+    prompt_column: str = field(default="problem", metadata={"help": "Column holding the problem text."})
+    answer_column: str | None = field(
+        default="answer", metadata={"help": "Column with the reference answer, passed to rewards as `answer`."}
+    )
+    tests_column: str | None = field(
+        default=None, metadata={"help": "Column with unit tests, passed to rewards as `tests` (code reward)."}
+    )
+    instruction: str = field(
+        default=MATH_INSTRUCTION, metadata={"help": "Appended to each problem after a blank line ('' for none)."}
+    )
+    system_prompt: str | None = field(default=None, metadata={"help": "Optional system message."})
+    chat_format: bool = field(
+        default=True,
+        metadata={"help": "Conversational prompts (the tokenizer's chat template is applied); false: plain text."},
+    )
+
+
+def load_table(args: DatasetArguments, split: str) -> Dataset:
+    """The raw rows: ``builtin:sum_pair`` (its split ``test`` holds the held-out sums), a local file, or the Hub."""
+    name = args.dataset_name
+    if name == "builtin:sum_pair":
+        from .demo.task import make_prompt
+        from .demo.warm_start import HELD_OUT_TOTALS, TRAIN_TOTALS
+
+        totals = HELD_OUT_TOTALS if split == "test" else TRAIN_TOTALS
+        return Dataset.from_dict({"problem": [make_prompt(s) for s in totals]})
+    path = Path(name)
+    if path.suffix in (".json", ".jsonl", ".csv", ".parquet"):
+        if not path.is_file():
+            raise RecipeError(f"dataset_name={name!r}: no such file.")
+        kind = {"jsonl": "json"}.get(path.suffix[1:], path.suffix[1:])
+        return load_dataset(kind, data_files=str(path), split="train")
+    try:
+        return load_dataset(name, args.dataset_config, split=split)
+    except Exception as error:
+        raise RecipeError(
+            f"Could not load dataset {name!r} (split {split!r}): {error}. Check the name and split, that you are "
+            "online (or the dataset is cached), or point dataset_name at a local file."
+        ) from None
+
+
+def format_dataset(dataset: Dataset, args: DatasetArguments, max_rows: int | None = None) -> Dataset:
+    """Rows with ``prompt`` (problem + instruction, as chat messages or text) and ``answer`` / ``tests``."""
+    wanted = {"prompt_column": args.prompt_column}
+    if args.answer_column:
+        wanted["answer_column"] = args.answer_column
+    if args.tests_column:
+        wanted["tests_column"] = args.tests_column
+    for option, column in wanted.items():
+        if column not in dataset.column_names:
+            raise RecipeError(
+                f"The dataset has no column {column!r} ({option}); its columns are {dataset.column_names}. "
+                f"Set {option} to one of them."
+            )
+
+    def to_prompt(row: dict[str, Any]) -> dict[str, Any]:
+        text = str(row[args.prompt_column]).strip()
+        if args.instruction:
+            text = f"{text}\n\n{args.instruction}"
+        out: dict[str, Any] = {}
+        if args.chat_format:
+            messages = [{"role": "system", "content": args.system_prompt}] if args.system_prompt else []
+            out["prompt"] = [*messages, {"role": "user", "content": text}]
+        else:
+            out["prompt"] = text
+        if args.answer_column:
+            out["answer"] = str(row[args.answer_column])
+        if args.tests_column:
+            out["tests"] = row[args.tests_column]
+        return out
+
+    if max_rows is not None:
+        dataset = dataset.select(range(min(max_rows, len(dataset))))
+    keep = {"prompt", "answer", "tests", "entry_point"}
+    remove = [c for c in dataset.column_names if c not in keep or c == args.prompt_column]
+    return dataset.map(to_prompt, remove_columns=remove)
+
+
+def resolve_model(name: str | None) -> str:
+    """``builtin:demo`` (the CPU demo's warm start), ``builtin:smollm2`` (offline SmolLM2-135M-Instruct), or as is."""
+    if name in (None, "", "builtin:demo"):
+        from .demo.warm_start import DEFAULT_ASSET
+
+        return str(DEFAULT_ASSET)
+    if name == "builtin:smollm2":
+        from .judges import smollm2_path
+
+        return smollm2_path()
+    return name
