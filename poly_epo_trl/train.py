@@ -13,13 +13,16 @@ from __future__ import annotations
 import difflib
 import logging
 import sys
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import torch
 from trl import GRPOTrainer, ModelConfig, TrlParser, get_peft_config
 
 from .data import DatasetArguments, RecipeError, format_dataset, load_table, resolve_model
+from .evaluation.callback import PassAtKCallback
+from .evaluation.sampling import SamplingSettings
+from .evaluation.scoring import Scorer
 from .judges import ClusteringJudge, resolve_judge
 from .rewards import resolve_reward
 from .trainer import GRPODivTrainer, PolyEPOConfig, PolyEPOTrainer
@@ -47,6 +50,16 @@ class ScriptArguments(DatasetArguments):
         metadata={"help": "Check the recipe (config, dataset, rewards, judge) and stop before loading the model."},
     )
     check_judge: bool = field(default=True, metadata={"help": "Send one probe group to the judge before training."})
+    eval_dataset_name: str | None = field(
+        default=None,
+        metadata={
+            "help": "Held-out problems (same formats and columns as dataset_name): every eval_steps, log eval/pass@k, "
+            "eval/maj@n and eval/distinct_correct_clusters (with the recipe's judge) of eval_num_samples samples."
+        },
+    )
+    eval_dataset_split: str = field(default="test", metadata={"help": "Split of eval_dataset_name."})
+    eval_max_problems: int | None = field(default=64, metadata={"help": "Evaluate on the first problems only."})
+    eval_num_samples: int = field(default=16, metadata={"help": "Samples per held-out problem (n of pass@k)."})
 
 
 def parse(argv: list[str] | None = None) -> tuple[ScriptArguments, PolyEPOConfig, ModelConfig]:
@@ -104,11 +117,9 @@ def build(script_args: ScriptArguments, training_args: PolyEPOConfig, model_args
     if len(dataset) == 0:
         raise RecipeError("The dataset is empty after formatting.")
     judge = None
-    if script_args.trainer != "grpo":
-        if training_args.judge is None:
-            raise RecipeError(
-                f"trainer={script_args.trainer!r} needs a judge: set judge (e.g. 'answer', 'embedding')."
-            )
+    if script_args.trainer != "grpo" and training_args.judge is None:
+        raise RecipeError(f"trainer={script_args.trainer!r} needs a judge: set judge (e.g. 'answer', 'embedding').")
+    if training_args.judge is not None and (script_args.trainer != "grpo" or script_args.eval_dataset_name):
         try:
             judge = resolve_judge(
                 training_args.judge,
@@ -121,7 +132,36 @@ def build(script_args: ScriptArguments, training_args: PolyEPOConfig, model_args
             raise RecipeError(f"judge={training_args.judge!r}: {error}") from None
         if script_args.check_judge:
             check_judge(judge)
-    return {"reward_funcs": rewards, "train_dataset": dataset, "judge": judge}
+    eval_rows = None
+    if script_args.eval_dataset_name:
+        eval_steps = training_args.eval_steps
+        if eval_steps is None or eval_steps < 1 or eval_steps != int(eval_steps):
+            raise RecipeError(
+                f"eval_dataset_name is set: set eval_steps to a whole number of steps (got {eval_steps})."
+            )
+        held_out = replace(script_args, dataset_name=script_args.eval_dataset_name)
+        eval_rows = list(
+            format_dataset(
+                load_table(held_out, script_args.eval_dataset_split), held_out, script_args.eval_max_problems
+            )
+        )
+        if not eval_rows:
+            raise RecipeError(f"eval_dataset_name={script_args.eval_dataset_name!r} has no problems.")
+    return {"reward_funcs": rewards, "train_dataset": dataset, "judge": judge, "eval_rows": eval_rows}
+
+
+def pass_at_k_callback(
+    trainer: Any, parts: dict[str, Any], script_args: ScriptArguments, training_args: PolyEPOConfig
+):
+    """The in-training evaluation on ``parts["eval_rows"]`` with the recipe's rewards, judge and sampling."""
+    settings = SamplingSettings(
+        num_samples=script_args.eval_num_samples,
+        max_new_tokens=training_args.max_completion_length,
+        temperature=training_args.temperature,
+        seed=training_args.seed,
+    )
+    scorer = Scorer(parts["reward_funcs"], training_args.reward_weights, parts["judge"])
+    return PassAtKCallback(trainer, parts["eval_rows"], scorer, settings, int(training_args.eval_steps))
 
 
 def cpu_slowdowns(training_args: PolyEPOConfig, cuda_available: bool) -> list[str]:
@@ -170,6 +210,8 @@ def main(argv: list[str] | None = None) -> Any:
         peft_config=get_peft_config(model_args),
         **kwargs,
     )
+    if parts["eval_rows"]:
+        trainer.add_callback(pass_at_k_callback(trainer, parts, script_args, training_args))
     trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
     trainer.save_model(training_args.output_dir)
     return trainer

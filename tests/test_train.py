@@ -16,7 +16,7 @@ from poly_epo_trl.demo.run import DemoSettings
 from poly_epo_trl.train import cpu_slowdowns, main, parse
 
 ROOT = Path(__file__).resolve().parents[1]
-RECIPES = sorted((ROOT / "recipes").glob("*/*/config_*.yaml"))
+RECIPES = sorted(p for p in (ROOT / "recipes").glob("*/*/config_*.yaml") if p.parent.name != "eval")
 
 
 class FakeJudgeServer(BaseHTTPRequestHandler):
@@ -127,11 +127,14 @@ def test_cpu_recipe_trains_under_accelerate_launch(tmp_path):
         "1",
         "--output_dir",
         str(out),
+        *("--eval_dataset_name", "builtin:sum_pair", "--eval_steps", "2", "--eval_num_samples", "4"),
     ]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
     result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
-    assert "poly_epo/distinct_correct_clusters" in result.stdout + result.stderr
+    logs = result.stdout + result.stderr
+    assert "poly_epo/distinct_correct_clusters" in logs
+    assert logs.count("'eval/pass@4'") == 1 and "'eval/distinct_correct_clusters'" in logs  # at step 2 of 2
     assert (out / "model.safetensors").exists()
 
 
@@ -174,6 +177,7 @@ def test_bad_input_stops_before_training(tmp_path, capsys, monkeypatch):
     err = run_cli([*CPU, "--judge", "openai:http://127.0.0.1:9/v1/judge-model", "--judge_timeout", "2"], capsys)
     assert "did not answer a probe group" in err and "Start its server" in err
     assert "no such file" in run_cli([*CPU, "--dataset_name", "missing.jsonl"], capsys)
+    assert "set eval_steps" in run_cli([*CPU, "--eval_dataset_name", "builtin:sum_pair"], capsys)
 
 
 def test_cpu_runs_warn_about_slow_defaults(caplog):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import random
 from collections import Counter
 from collections.abc import Hashable, Sequence
 
@@ -41,3 +42,37 @@ def majority_vote(answers: Sequence[Hashable | None]) -> tuple[Hashable | None, 
         return None, 0.0
     answer, votes = counts.most_common(1)[0]
     return answer, votes / len(answers)
+
+
+def _winners_correct(answers: Sequence[Hashable | None], good: set[Hashable]) -> float:
+    counts = Counter(a for a in answers if a is not None)
+    if not counts:
+        return 0.0
+    top = max(counts.values())
+    winners = [a for a, c in counts.items() if c == top]
+    return sum(a in good for a in winners) / len(winners)
+
+
+def majority_correct(answers: Sequence[Hashable | None], correct: Sequence[bool]) -> float:
+    """Whether the most common non-empty answer is correct (an answer is correct when any completion giving it is);
+    a tie counts the fraction of tied answers that are correct; no answer at all counts 0."""
+    return _winners_correct(answers, {a for a, ok in zip(answers, correct, strict=True) if ok and a is not None})
+
+
+def majority_at_k(
+    answers: Sequence[Hashable | None], correct: Sequence[bool], k: int, num_subsets: int = 200, seed: int = 0
+) -> float:
+    """maj@k: the majority answer of k of the n samples is correct (judged over all n, as in majority_correct),
+    averaged over ``num_subsets`` random k-subsets; exact for k = 1 and k = n."""
+    n = len(answers)
+    if not 1 <= k <= n:
+        raise ValueError(f"maj@k needs 1 <= k <= n, got k={k}, n={n}.")
+    good = {a for a, ok in zip(answers, correct, strict=True) if ok and a is not None}
+    if k == n:
+        return _winners_correct(answers, good)
+    if k == 1:
+        return sum(a in good for a in answers if a is not None) / n
+    rng = random.Random(seed)
+    return sum(_winners_correct([answers[i] for i in rng.sample(range(n), k)], good) for _ in range(num_subsets)) / (
+        num_subsets
+    )

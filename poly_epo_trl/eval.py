@@ -1,0 +1,198 @@
+"""Evaluation entry point: pass@k, majority vote and strategy diversity of one or more checkpoints, with plots.
+
+    python -m poly_epo_trl.eval --model_name_or_path grpo=outputs/grpo poly_epo=outputs/poly_epo \\
+        --dataset_name data/test.jsonl --num_samples 64 --output_dir outputs/eval
+    poly-epo eval --config recipes/tiny/eval/config_cpu.yaml
+
+Writes ``<output_dir>/report.json``, ``report.png`` and one PNG per panel; each checkpoint's samples and scores
+live in ``<output_dir>/<label>/`` so a killed run resumes where it stopped, without resampling anything.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from trl import TrlParser
+
+from .data import DatasetArguments, RecipeError, format_dataset, load_table, resolve_model
+from .evaluation.plots import plot_report
+from .evaluation.report import summarize
+from .evaluation.runner import evaluate_checkpoint
+from .evaluation.sampling import BACKENDS, SamplingSettings, TransformersSampler, VLLMSampler, choose_backend
+from .evaluation.scoring import Scorer
+from .evaluation.store import SampleStore
+from .judges import resolve_judge
+from .judges.answer import ANSWER_MODES
+from .rewards import resolve_reward
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class EvalArguments(DatasetArguments):
+    """Which checkpoints, on which problems, how many samples, scored how."""
+
+    model_name_or_path: list[str] = field(
+        default_factory=lambda: ["builtin:demo"],
+        metadata={
+            "help": "Checkpoints to compare, each 'path' or 'label=path' (also 'builtin:demo', 'builtin:smollm2')."
+        },
+    )
+    output_dir: str = field(default="outputs/eval", metadata={"help": "Report, plots, and per-checkpoint samples."})
+    dataset_split: str = field(default="test", metadata={"help": "Split to evaluate on."})
+    max_problems: int | None = field(default=None, metadata={"help": "Evaluate only the first problems."})
+    reward_funcs: list[str] = field(
+        default_factory=lambda: ["math"],
+        metadata={"help": "Rewards by name: 'math', 'code', 'sum_pair', or 'package.module:function'."},
+    )
+    reward_weights: list[float] | None = field(default=None, metadata={"help": "One weight per reward (default 1)."})
+    correct_threshold: float = field(default=1.0, metadata={"help": "A sample is correct when its reward >= this."})
+    judge: str | None = field(
+        default="answer",
+        metadata={"help": "Clustering judge for distinct correct strategies (any judge spec; 'none' to skip)."},
+    )
+    judge_max_concurrency: int = field(default=32, metadata={"help": "Groups judged at once."})
+    judge_samples: int | None = field(
+        default=None,
+        metadata={"help": "Cluster only the first samples of each problem (an LM judge reads a group in one prompt)."},
+    )
+    vote_answer: str = field(
+        default="auto", metadata={"help": f"How majority vote reads a sample's final answer: one of {ANSWER_MODES}."}
+    )
+    num_samples: int = field(default=16, metadata={"help": "Samples per problem (n); pass@k for k = 1, 2, 4, ..., n."})
+    max_new_tokens: int = field(default=1024, metadata={"help": "Longest completion."})
+    temperature: float = field(default=1.0, metadata={"help": "Sampling temperature (> 0)."})
+    top_p: float = field(default=1.0, metadata={"help": "Nucleus sampling."})
+    top_k: int = field(default=0, metadata={"help": "Top-k sampling (0: off)."})
+    seed: int = field(default=0, metadata={"help": "Samples depend only on the seed and the problem index."})
+    backend: str = field(default="auto", metadata={"help": f"One of {BACKENDS}: 'auto' is vLLM when installed."})
+    batch_size: int = field(default=64, metadata={"help": "transformers: sequences per generate call."})
+    chunk_size: int = field(default=8, metadata={"help": "Problems per write to disk (what a kill can lose)."})
+    dtype: str = field(default="auto", metadata={"help": "Model dtype: 'auto', 'bfloat16', 'float32', ..."})
+    vllm_gpu_memory_utilization: float = field(default=0.9, metadata={"help": "vLLM: GPU memory share."})
+    bootstrap: int = field(default=1000, metadata={"help": "Bootstrap resamples for the confidence bands."})
+    confidence: float = field(default=0.95, metadata={"help": "Confidence level of the bands."})
+    maj_subsets: int = field(default=200, metadata={"help": "Random k-subsets averaged for maj@k (1 < k < n)."})
+    overwrite: bool = field(default=False, metadata={"help": "Discard samples drawn with other settings."})
+
+    def __post_init__(self) -> None:
+        if self.backend not in BACKENDS:
+            raise ValueError(f"backend={self.backend!r}: use one of {BACKENDS}.")
+        if self.vote_answer not in ANSWER_MODES:
+            raise ValueError(f"vote_answer={self.vote_answer!r}: use one of {ANSWER_MODES}.")
+        if not 0 < self.confidence < 1:
+            raise ValueError(f"confidence={self.confidence}: use a level in (0, 1), e.g. 0.95.")
+        if self.chunk_size < 1 or self.bootstrap < 1 or self.maj_subsets < 1:
+            raise ValueError("chunk_size, bootstrap and maj_subsets must be at least 1.")
+        if self.judge in ("", "none"):
+            self.judge = None
+        self.sampling = SamplingSettings(
+            self.num_samples, self.max_new_tokens, self.temperature, self.top_p, self.top_k, self.seed
+        )
+        labels = [label for label, _ in self.checkpoints()]
+        if len(set(labels)) != len(labels):
+            raise ValueError(f"Checkpoint labels {labels} repeat: name them 'label=path'.")
+
+    def checkpoints(self) -> list[tuple[str, str]]:
+        """(label, path) pairs: 'label=path', else the path's last part."""
+        out = []
+        for spec in self.model_name_or_path:
+            label, sep, path = spec.partition("=")
+            if not sep:
+                label, path = Path(spec.rstrip("/")).name.replace("builtin:", ""), spec
+            out.append((label, path))
+        return out
+
+    def store_settings(self, path: str) -> dict[str, Any]:
+        """What determines the samples: a store refuses to resume under different values."""
+        keys = ("dataset_name", "dataset_config", "dataset_split", "prompt_column", "instruction", "system_prompt")
+        return {"model": path, **asdict(self.sampling), **{k: getattr(self, k) for k in (*keys, "chat_format")}}
+
+
+def parse(argv: list[str] | None = None) -> EvalArguments:
+    try:
+        (args,) = TrlParser((EvalArguments,)).parse_args_and_config(argv)
+    except ValueError as error:
+        raise RecipeError(str(error)) from None
+    return args
+
+
+def make_sampler(args: EvalArguments, path: str):
+    """The model at ``path`` behind vLLM or transformers."""
+    backend = choose_backend(args.backend)
+    if backend == "vllm":
+        return VLLMSampler(path, args.sampling, gpu_memory_utilization=args.vllm_gpu_memory_utilization)
+    return TransformersSampler.from_pretrained(path, args.sampling, batch_size=args.batch_size, dtype=args.dtype)
+
+
+def run(args: EvalArguments) -> dict[str, Any]:
+    """Evaluate every checkpoint; write the report and plots; return the report."""
+    try:
+        rewards = [resolve_reward(name) for name in args.reward_funcs]
+        judge = resolve_judge(args.judge, max_concurrency=args.judge_max_concurrency) if args.judge else None
+        choose_backend(args.backend)
+    except (ValueError, ImportError) as error:
+        raise RecipeError(str(error)) from None
+    rows = list(format_dataset(load_table(args, args.dataset_split), args, args.max_problems))
+    if not rows:
+        raise RecipeError("The dataset is empty after formatting.")
+    scorer = Scorer(rewards, args.reward_weights, judge, args.vote_answer, args.judge_samples)
+    out = Path(args.output_dir)
+    summaries: dict[str, dict[str, Any]] = {}
+    problems: dict[str, list[dict[str, Any]]] = {}
+    for label, spec in args.checkpoints():
+        path = resolve_model(spec)
+        try:
+            store = SampleStore(out / label, args.store_settings(path), args.overwrite)
+        except ValueError as error:
+            raise RecipeError(str(error)) from None
+        problems[label] = evaluate_checkpoint(
+            rows,
+            store,
+            lambda path=path: make_sampler(args, path),
+            scorer,
+            chunk_size=args.chunk_size,
+            correct_threshold=args.correct_threshold,
+            maj_subsets=args.maj_subsets,
+            label=label,
+        )
+        summaries[label] = summarize(problems[label], args.bootstrap, args.confidence, args.seed)
+    report = {"settings": asdict(args), "summaries": summaries, "problems": problems}
+    (out / "report.json").write_text(json.dumps(report, indent=1))
+    report["plots"] = [str(p) for p in plot_report(summaries, out)]
+    return report
+
+
+def format_summary(summaries: dict[str, dict[str, Any]]) -> str:
+    """A console table: pass@1, pass@n, maj@n, vote share and distinct correct clusters per checkpoint."""
+    lines = [f"{'checkpoint':<20} {'pass@1':>8} {'pass@n':>8} {'maj@n':>8} {'vote':>6} {'distinct correct':>17}"]
+    for label, s in summaries.items():
+        distinct = s["distinct_correct_clusters"]
+        cell = f"{distinct['mean']:.2f} ({distinct['low']:.2f}-{distinct['high']:.2f})" if distinct else "-"
+        lines.append(
+            f"{label:<20} {s['pass_at_k']['mean'][0]:>8.3f} {s['pass_at_k']['mean'][-1]:>8.3f} "
+            f"{s['maj_at_k']['mean'][-1]:>8.3f} {s['vote_share']['mean']:>6.2f} {cell:>17}"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        args = parse(argv)
+        report = run(args)
+    except RecipeError as error:
+        print(f"error: {error}", file=sys.stderr)
+        raise SystemExit(2) from None
+    print(format_summary(report["summaries"]))
+    print(f"wrote {Path(args.output_dir) / 'report.json'} and {len(report['plots'])} plots")
+    return report
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,81 @@
+"""Scoring sampled completions: the task's rewards, each completion's final answer (for majority vote), clusters."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..judges import ClusteringJudge
+from ..judges.answer import final_answer
+from ..text import prompt_text
+from .sampling import as_completions
+
+
+class Scorer:
+    """Calls TRL reward functions as GRPOTrainer does (prompts, completions and the dataset's other columns, one
+    row per completion) and sums them with ``reward_weights``; a ``None`` reward counts as missing (NaN is skipped
+    in the sum, all-missing is NaN). ``vote_answer`` is the answer-extraction mode of majority voting; the judge
+    clusters the first ``judge_samples`` completions of each problem (all when None: an LM judge reads a whole group
+    in one prompt, so large n needs a cap)."""
+
+    def __init__(
+        self,
+        reward_funcs: Sequence[Callable[..., list[float | None]]],
+        reward_weights: Sequence[float] | None = None,
+        judge: ClusteringJudge | None = None,
+        vote_answer: str = "auto",
+        judge_samples: int | None = None,
+    ) -> None:
+        if judge_samples is not None and judge_samples < 1:
+            raise ValueError(f"judge_samples={judge_samples}: cluster at least 1 sample per problem, or None for all.")
+        if not reward_funcs:
+            raise ValueError("Scoring needs at least one reward function.")
+        if reward_weights is not None and len(reward_weights) != len(reward_funcs):
+            raise ValueError(f"reward_weights has {len(reward_weights)} entries for {len(reward_funcs)} rewards.")
+        self.reward_funcs = list(reward_funcs)
+        self.reward_weights = list(reward_weights) if reward_weights is not None else [1.0] * len(reward_funcs)
+        self.judge = judge
+        self.vote_answer = vote_answer
+        self.judge_samples = judge_samples
+
+    def rewards(self, rows: Sequence[dict[str, Any]], texts: Sequence[Sequence[str]]) -> list[list[float]]:
+        sizes = [len(t) for t in texts]
+        columns: dict[str, list[Any]] = {"prompts": [], "completions": []}
+        for row, group in zip(rows, texts, strict=True):
+            columns["prompts"] += [row["prompt"]] * len(group)
+            columns["completions"] += as_completions(row["prompt"], group)
+            for key, value in row.items():
+                if key != "prompt":
+                    columns.setdefault(key, []).extend([value] * len(group))
+        total = [0.0] * len(columns["prompts"])
+        seen = [False] * len(total)
+        for func, weight in zip(self.reward_funcs, self.reward_weights, strict=True):
+            values = func(**columns, trainer_state=None)
+            if len(values) != len(total):
+                name = getattr(func, "__name__", repr(func))
+                raise ValueError(f"Reward {name} returned {len(values)} values for {len(total)} completions.")
+            for i, value in enumerate(values):
+                if value is not None and not math.isnan(value):
+                    total[i] += weight * float(value)
+                    seen[i] = True
+        flat = [t if s else math.nan for t, s in zip(total, seen, strict=True)]
+        starts = [sum(sizes[:i]) for i in range(len(sizes))]
+        return [flat[s : s + n] for s, n in zip(starts, sizes, strict=True)]
+
+    def score(self, rows: Sequence[dict[str, Any]], texts: Sequence[Sequence[str]]) -> list[dict[str, Any]]:
+        """One record per problem: ``rewards``, ``answers`` and ``clusters`` (None without a judge or when the
+        judge's fallback gave none)."""
+        rewards = self.rewards(rows, texts)
+        clusters: list[list[int] | None] = [None] * len(rows)
+        if self.judge is not None:
+            clusters = self.judge.cluster_groups(
+                [
+                    (prompt_text(row["prompt"]), list(group[: self.judge_samples]))
+                    for row, group in zip(rows, texts, strict=True)
+                ]
+            )
+        return [
+            {"rewards": r, "answers": [final_answer(t, self.vote_answer) for t in group], "clusters": c}
+            for r, group, c in zip(rewards, texts, clusters, strict=True)
+        ]
