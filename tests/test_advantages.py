@@ -6,7 +6,12 @@ from brute_force import brute_force_advantages
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from poly_epo_trl.advantages import diversity_bonus, group_relative_advantages, marginal_set_advantages
+from poly_epo_trl.advantages import (
+    compare_advantages,
+    diversity_bonus,
+    group_relative_advantages,
+    marginal_set_advantages,
+)
 
 OBJECTIVE_GATES = [("polychromic", False), ("polychromic", True), ("pass_at_n", False), ("mean", False)]
 
@@ -254,3 +259,13 @@ def test_return_baseline_is_the_mean_set_value():
     values = [set_value(rewards[0, list(s)].tolist(), clusters[0, list(s)].tolist(), "polychromic") for s in sets]
     assert abs(baseline[0].item() - sum(values) / len(values)) < 1e-12
     assert math.isnan(baseline[1].item())
+
+
+def test_compare_advantages_relations():
+    rewards, clusters = [1, 1, 1, 0, 1, 0, 0, 1], [0, 0, 1, 2, 3, 100, 2, 0]
+    table = compare_advantages(rewards, clusters, set_size=4, diversity_coef=0.5)
+    grpo = torch.tensor(table["GRPO"])
+    assert torch.allclose(torch.tensor(table["mean reward"]), grpo * (8 - 4) / (4 * 7), atol=1e-12)
+    assert torch.allclose(torch.tensor(table["Poly-EPO (sum)"]), torch.tensor(table["Poly-EPO"]) * math.comb(7, 3))
+    distinct = compare_advantages(rewards, list(range(8)), set_size=4, diversity_coef=0.5)
+    assert distinct["GRPO+DIV"] == pytest.approx(distinct["GRPO"])  # an equal bonus for all cancels out

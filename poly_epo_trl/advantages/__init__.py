@@ -1,6 +1,7 @@
 """Set-RL advantages: the marginal set advantage, its set objectives and the paper's baselines."""
 
 from .baselines import diversity_bonus, group_relative_advantages
+from .compare import compare_advantages
 from .objectives import (
     BUILTIN_OBJECTIVES,
     DEGENERATE_CLUSTER_ID,
@@ -17,6 +18,7 @@ __all__ = [
     "DEGENERATE_CLUSTER_ID",
     "ESTIMATORS",
     "REDUCTIONS",
+    "compare_advantages",
     "distinct_clusters",
     "diversity_bonus",
     "group_relative_advantages",

@@ -6,7 +6,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..judges import ClusteringJudge
+from ..judges import ClusteringJudge, resolve_judge
 from ..judges.answer import final_answer
 from ..text import prompt_text
 from .sampling import as_completions
@@ -15,7 +15,8 @@ from .sampling import as_completions
 class Scorer:
     """Calls TRL reward functions as GRPOTrainer does (prompts, completions and the dataset's other columns, one
     row per completion) and sums them with ``reward_weights``; a ``None`` reward counts as missing (NaN is skipped
-    in the sum, all-missing is NaN). ``vote_answer`` is the answer-extraction mode of majority voting; the judge
+    in the sum, all-missing is NaN). The judge is a ClusteringJudge, a plain ``judge(prompt, completions)`` or a
+    spec string, as for the trainer. ``vote_answer`` is the answer-extraction mode of majority voting; the judge
     clusters the first ``judge_samples`` completions of each problem (all when None: an LM judge reads a whole group
     in one prompt, so large n needs a cap)."""
 
@@ -23,7 +24,7 @@ class Scorer:
         self,
         reward_funcs: Sequence[Callable[..., list[float | None]]],
         reward_weights: Sequence[float] | None = None,
-        judge: ClusteringJudge | None = None,
+        judge: ClusteringJudge | Callable[[str, list[str]], list[int]] | str | None = None,
         vote_answer: str = "auto",
         judge_samples: int | None = None,
     ) -> None:
@@ -35,7 +36,7 @@ class Scorer:
             raise ValueError(f"reward_weights has {len(reward_weights)} entries for {len(reward_funcs)} rewards.")
         self.reward_funcs = list(reward_funcs)
         self.reward_weights = list(reward_weights) if reward_weights is not None else [1.0] * len(reward_funcs)
-        self.judge = judge
+        self.judge = resolve_judge(judge) if judge is not None else None
         self.vote_answer = vote_answer
         self.judge_samples = judge_samples
 
