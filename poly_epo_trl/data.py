@@ -31,6 +31,30 @@ class DatasetArguments:
     tests_column: str | None = field(
         default=None, metadata={"help": "Column with unit tests, passed to rewards as `tests` (code reward)."}
     )
+    code_setup_column: str | None = field(
+        default=None,
+        metadata={
+            "help": "Column with setup code run before each solution in the sandbox, passed to rewards as "
+            "`setup_code` (LeetCodeDataset: 'prompt', its imports and ListNode/TreeNode helpers). Not shown to the "
+            "model."
+        },
+    )
+    code_sandbox: str = field(
+        default="bwrap",
+        metadata={
+            "help": "Code reward isolation: 'bwrap' (bubblewrap namespaces, read-only minimal filesystem, no "
+            "network) or 'rlimits' (weaker: resource limits only, for machines where bubblewrap cannot run)."
+        },
+    )
+    code_trust_mode: str = field(
+        default="strict",
+        metadata={
+            "help": "'strict': a test whose assertions do not reduce to call + constant scores 0; "
+            "'sandbox_asserts': run such tests inside the sandbox and take its word (forgeable)."
+        },
+    )
+    code_timeout_seconds: float = field(default=10.0, metadata={"help": "Wall-clock limit per program."})
+    code_memory_mb: int = field(default=1024, metadata={"help": "Memory limit per program (whole program)."})
     instruction: str = field(
         default=MATH_INSTRUCTION, metadata={"help": "Appended to each problem after a blank line ('' for none)."}
     )
@@ -39,6 +63,15 @@ class DatasetArguments:
         default=True,
         metadata={"help": "Conversational prompts (the tokenizer's chat template is applied); false: plain text."},
     )
+
+    def __post_init__(self) -> None:
+        choices = {"code_sandbox": ("bwrap", "rlimits"), "code_trust_mode": ("strict", "sandbox_asserts")}
+        for name, allowed in choices.items():
+            if getattr(self, name) not in allowed:
+                raise RecipeError(f"{name}={getattr(self, name)!r}: use one of {list(allowed)}.")
+        for name in ("code_timeout_seconds", "code_memory_mb"):
+            if not getattr(self, name) > 0:
+                raise RecipeError(f"{name}={getattr(self, name)!r}: must be positive.")
 
 
 def load_table(args: DatasetArguments, split: str) -> Dataset:
@@ -51,10 +84,10 @@ def load_table(args: DatasetArguments, split: str) -> Dataset:
         totals = HELD_OUT_TOTALS if split == "test" else TRAIN_TOTALS
         return Dataset.from_dict({"problem": [make_prompt(s) for s in totals]})
     path = Path(name)
-    if path.suffix in (".json", ".jsonl", ".csv", ".parquet"):
+    kind = local_format(path)
+    if kind is not None:
         if not path.is_file():
             raise RecipeError(f"dataset_name={name!r}: no such file.")
-        kind = {"jsonl": "json"}.get(path.suffix[1:], path.suffix[1:])
         return load_dataset(kind, data_files=str(path), split="train")
     try:
         return load_dataset(name, args.dataset_config, split=split)
@@ -65,6 +98,15 @@ def load_table(args: DatasetArguments, split: str) -> Dataset:
         ) from None
 
 
+def local_format(path: Path) -> str | None:
+    """The ``datasets`` builder for a local file (``.json``, ``.jsonl``, ``.csv``, ``.parquet``, also ``.gz``)."""
+    suffixes = path.suffixes[-2:] if path.suffix == ".gz" else path.suffixes[-1:]
+    kind = suffixes[0][1:] if suffixes else ""
+    if kind not in ("json", "jsonl", "csv", "parquet") or (kind == "parquet" and path.suffix == ".gz"):
+        return None
+    return "json" if kind == "jsonl" else kind
+
+
 def format_dataset(dataset: Dataset, args: DatasetArguments, max_rows: int | None = None) -> Dataset:
     """Rows with ``prompt`` (problem + instruction, as chat messages or text) and ``answer`` / ``tests``."""
     wanted = {"prompt_column": args.prompt_column}
@@ -72,6 +114,8 @@ def format_dataset(dataset: Dataset, args: DatasetArguments, max_rows: int | Non
         wanted["answer_column"] = args.answer_column
     if args.tests_column:
         wanted["tests_column"] = args.tests_column
+    if args.code_setup_column:
+        wanted["code_setup_column"] = args.code_setup_column
     for option, column in wanted.items():
         if column not in dataset.column_names:
             raise RecipeError(
@@ -93,12 +137,15 @@ def format_dataset(dataset: Dataset, args: DatasetArguments, max_rows: int | Non
             out["answer"] = str(row[args.answer_column])
         if args.tests_column:
             out["tests"] = row[args.tests_column]
+        if args.code_setup_column:
+            out["setup_code"] = row[args.code_setup_column]
         return out
 
     if max_rows is not None:
         dataset = dataset.select(range(min(max_rows, len(dataset))))
-    keep = {"prompt", "answer", "tests", "entry_point"}
-    remove = [c for c in dataset.column_names if c not in keep or c == args.prompt_column]
+    keep = {"prompt", "answer", "tests", "entry_point", "setup_code"}
+    read = {args.prompt_column, args.code_setup_column}
+    remove = [c for c in dataset.column_names if c not in keep or c in read]
     return dataset.map(to_prompt, remove_columns=remove)
 
 

@@ -28,7 +28,7 @@ from .evaluation.scoring import Scorer
 from .evaluation.store import SampleStore
 from .judges import resolve_judge
 from .judges.answer import ANSWER_MODES
-from .rewards import resolve_reward
+from .rewards import SandboxUnavailable, resolve_reward
 
 logger = logging.getLogger(__name__)
 
@@ -81,6 +81,7 @@ class EvalArguments(DatasetArguments):
     overwrite: bool = field(default=False, metadata={"help": "Discard samples drawn with other settings."})
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if self.backend not in BACKENDS:
             raise ValueError(f"backend={self.backend!r}: use one of {BACKENDS}.")
         if self.vote_answer not in ANSWER_MODES:
@@ -133,10 +134,10 @@ def make_sampler(args: EvalArguments, path: str):
 def run(args: EvalArguments) -> dict[str, Any]:
     """Evaluate every checkpoint; write the report and plots; return the report."""
     try:
-        rewards = [resolve_reward(name) for name in args.reward_funcs]
+        rewards = [resolve_reward(name, args) for name in args.reward_funcs]
         judge = resolve_judge(args.judge, max_concurrency=args.judge_max_concurrency) if args.judge else None
         choose_backend(args.backend)
-    except (ValueError, ImportError) as error:
+    except (ValueError, ImportError, SandboxUnavailable) as error:
         raise RecipeError(str(error)) from None
     rows = list(format_dataset(load_table(args, args.dataset_split), args, args.max_problems))
     if not rows:

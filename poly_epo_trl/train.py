@@ -24,7 +24,7 @@ from .evaluation.callback import PassAtKCallback
 from .evaluation.sampling import SamplingSettings
 from .evaluation.scoring import Scorer
 from .judges import ClusteringJudge, resolve_judge
-from .rewards import resolve_reward
+from .rewards import SandboxUnavailable, resolve_reward
 from .trainer import GRPODivTrainer, PolyEPOConfig, PolyEPOTrainer
 
 logger = logging.getLogger(__name__)
@@ -104,8 +104,8 @@ def check_judge(judge: ClusteringJudge) -> None:
 def build(script_args: ScriptArguments, training_args: PolyEPOConfig, model_args: ModelConfig) -> dict[str, Any]:
     """Everything the trainer needs except the model weights, checked."""
     try:
-        rewards = [resolve_reward(name) for name in script_args.reward_funcs]
-    except ValueError as error:
+        rewards = [resolve_reward(name, script_args) for name in script_args.reward_funcs]
+    except (ValueError, SandboxUnavailable) as error:
         raise RecipeError(str(error)) from None
     if training_args.reward_weights is not None and len(training_args.reward_weights) != len(rewards):
         raise RecipeError(

@@ -1,212 +1,414 @@
-"""The code reward and its sandbox, including programs that try to escape, hang, leak or forge a pass."""
+"""The code reward: no correct solution scored 0, no forged pass scored 1, and a host that survives any program."""
 
 import os
+import shutil
 import socket
 import threading
 import time
 from pathlib import Path
 
 import pytest
+from leetcode_problems import PROBLEMS, SETUP
 
-from poly_epo_trl.rewards import SandboxLimits, code_reward, extract_code, parse_tests, run_python
-from poly_epo_trl.rewards.code import check_code
-from poly_epo_trl.rewards.sandbox import _is_running
+from poly_epo_trl.rewards import CodeReward, SandboxLimits, SandboxUnavailable, extract_code, plan_tests
+from poly_epo_trl.rewards.code import _frame, code_blocks
+from poly_epo_trl.rewards.sandbox import _UID_BASE, check_bwrap
+from poly_epo_trl.rewards.unit_tests import BadTests, CallPlan, StdioPlan, tree_level_order
 
-LIMITS = SandboxLimits(timeout_seconds=3, cpu_seconds=3, memory_mb=512, max_output_bytes=1 << 16)
-ADD_TESTS = ["assert add(1, 2) == 3", "assert add(-2, 2) == 0"]
+LIMITS = SandboxLimits(timeout_seconds=5, cpu_seconds=5, memory_mb=512, max_output_bytes=1 << 16)
+
+
+@pytest.fixture(scope="module")
+def reward():
+    return CodeReward(LIMITS, max_workers=2)
 
 
 def fenced(code: str) -> str:
     return f"Here is my solution.\n```python\n{code}\n```\n"
 
 
-def sandbox_dirs() -> set[str]:
-    return {p.name for p in Path("/tmp").iterdir() if p.name.startswith("poly_epo_sandbox_")}
-
-
-def processes_of_sandbox_users() -> list[int]:
-    pids = []
+def sandbox_processes() -> list[int]:
+    found = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
-                if os.stat(f"/proc/{entry}").st_uid >= 200_000 and _is_running(entry):
-                    pids.append(int(entry))
-            except OSError:
+                if os.stat(f"/proc/{entry}").st_uid >= _UID_BASE:
+                    with open(f"/proc/{entry}/stat") as stat:
+                        if stat.read().rsplit(")", 1)[1].split()[0] != "Z":
+                            found.append(int(entry))
+            except (OSError, IndexError):
                 pass
-    return pids
+    return found
 
 
 @pytest.fixture(autouse=True)
 def nothing_left_behind():
-    before = sandbox_dirs()
     yield
-    assert sandbox_dirs() == before
-    assert processes_of_sandbox_users() == []
+    assert sandbox_processes() == []
+    runs = list(Path("/sys/fs/cgroup/memory").glob(f"**/poly_epo_sandbox_{os.getpid()}/r*"))
+    assert runs == []
 
 
-def test_extract_code_takes_the_last_block():
-    text = "```python\nx = 1\n```\nbetter:\n```py\nx = 2\n```"
-    assert extract_code(text) == "x = 2\n"
+# --- extraction and test plans -------------------------------------------------------------------------------------
+
+
+def test_extraction_prefers_the_block_that_defines_the_entry_point():
+    text = "```python\nclass Solution:\n    pass\n```\nUsage:\n```python\nprint(Solution())\n```"
+    assert extract_code(text, "Solution().f") == "class Solution:\n    pass\n"
+    assert extract_code(text) == "print(Solution())\n"
     assert extract_code("```\nprint(1)\n```") == "print(1)\n"
-    assert extract_code("no code here") is None
+    assert extract_code("```js\nx\n```") is None and extract_code("no code here") is None
 
 
-def test_parse_tests_formats():
-    assert parse_tests(ADD_TESTS) == ("function", ADD_TESTS)
-    assert parse_tests("def check(f):\n    assert f(1)", "add") == (
-        "function",
-        ["def check(f):\n    assert f(1)", "check(add)"],
+def test_extraction_is_linear_on_hostile_text():
+    hostile = "```python\n" * 200_000 + "x" * 100_000
+    start = time.perf_counter()
+    code_blocks(hostile)
+    code_blocks("```" * 300_000)
+    assert time.perf_counter() - start < 2.0
+
+
+def test_assertion_shapes_reduce_to_calls_and_constants():
+    plan = plan_tests(
+        "def check(candidate):\n"
+        "    assert candidate(nums = [1, [2, 3]], k = -1) == [[1], 'a', 2.5, True, None]\n"
+        "    assert candidate(1) == None\n"
+        "    assert None is candidate(2)\n"
+        "    assert is_same_list(candidate(head = list_node([1,2])), list_node([2,1]))\n"
+        "    assert is_same_tree(candidate(root = tree_node([1,None,2])), tree_node([1,2]))\n"
+        "    assert abs(candidate(3) - 0.5) < 1e-6\n"
+        "    assert math.isclose(candidate(4), 2.0, rel_tol=1e-9)\n"
+        "    assert candidate(5) in [[1, 2], [2, 1]]\n"
+        "    assert candidate(6) == inf\n"
+        "    assert not candidate(7)\n"
+        "    assert candidate(8)\n",
+        "Solution().f",
     )
-    assert parse_tests('{"inputs": ["1"], "outputs": ["2"]}') == ("stdio", [("1", "2")])
-    with pytest.raises(ValueError, match="equally long"):
-        parse_tests({"inputs": ["1"], "outputs": []})
-    with pytest.raises(ValueError, match="Cannot read tests"):
-        parse_tests(3)
-
-
-def test_correct_and_wrong_solutions():
-    completions = [
-        fenced("def add(a, b):\n    return a + b"),
-        fenced("def add(a, b):\n    return a - b"),
-        "def add(a, b): return a + b",  # no code block
-        fenced("def add(a, b)\n    return a + b"),  # syntax error
+    assert isinstance(plan, CallPlan) and plan.unverifiable is None and plan.param == "candidate"
+    kinds = [(c.kind, c.op) for c in plan.checks]
+    assert kinds == [
+        ("value", "=="),
+        ("value", "=="),
+        ("value", "is"),
+        ("list_node", "=="),
+        ("tree", "=="),
+        ("value", "abs_lt"),
+        ("value", "isclose"),
+        ("value", "in"),
+        ("value", "=="),
+        ("truth", "falsy"),
+        ("truth", "truthy"),
     ]
-    assert code_reward(completions, [ADD_TESTS] * 4, limits=LIMITS) == [1.0, 0.0, 0.0, 0.0]
+    job = repr(plan.job())
+    for secret in ("'a', 2.5", "[2, 1]", "0.5", "[[1, 2], [2, 1]]", "inf"):
+        assert secret not in job, secret
+    assert plan.checks[0].passes([[1], "a", 2.5, True, None])
+    assert not plan.checks[0].passes([[1], "a", 2.5, 1, None]) is False  # True == 1, as in Python
+    assert not plan.checks[0].passes(((1,), "a", 2.5, True, None))
 
 
-def test_leetcode_check_and_entry_point():
-    code = fenced(
-        "class Solution:\n    def twoSum(self, nums, target):\n        seen = {}\n"
-        "        for i, x in enumerate(nums):\n            if target - x in seen:\n"
-        "                return [seen[target - x], i]\n            seen[x] = i"
-    )
-    check = (
-        "def check(candidate):\n    assert candidate([2, 7, 11, 15], 9) == [0, 1]\n"
-        "    assert candidate([3, 3], 6) == [0, 1]"
-    )
-    rewards = code_reward(
-        [code, fenced("class Solution:\n    def twoSum(self, nums, target):\n        return [0, 1]")],
-        [check, check],
-        entry_point=["Solution().twoSum"] * 2,
-        limits=LIMITS,
-    )
-    assert rewards == [1.0, 1.0]  # the second passes these two weak tests too: rewards are only as good as tests
-    check_more = check + "\n    assert candidate([1, 5, 9], 14) == [1, 2]"
-    assert code_reward(
-        [code, fenced("class Solution:\n    def twoSum(self, nums, target):\n        return [0, 1]")],
-        [check_more] * 2,
-        entry_point=["Solution().twoSum"] * 2,
-        limits=LIMITS,
-    ) == [1.0, 0.0]
+def test_unreducible_and_bad_tests():
+    loop = plan_tests("def check(candidate):\n    for i in range(3):\n        assert candidate(i) == i\n", "f")
+    assert loop.unverifiable and "for i" in loop.unverifiable
+    two_calls = plan_tests("def check(candidate):\n    assert candidate(1) == candidate(2)\n", "f")
+    assert "neither side" in two_calls.unverifiable
+    verdict_in_sandbox = plan_tests("def check(candidate):\n    assert (candidate(1) == 3) == True\n", "f")
+    assert "comparison" in verdict_in_sandbox.unverifiable
+    helper = plan_tests("def ok(x):\n    return x == 3\ndef check(candidate):\n    assert ok(candidate(1))\n", "f")
+    assert helper.unverifiable
+    for bad, why in [
+        (3, "cannot read tests"),
+        ("def check(candidate):\n    assert candidate(1 ==", "do not parse"),
+        ("def check(candidate):\n    assert candidate(1) == 1\n", "no entry_point"),
+        ('{"inputs": ["1"], "outputs": []}', "equally long"),
+        ("x = 1\n", "no assertion"),
+    ]:
+        with pytest.raises(BadTests, match=why):
+            plan_tests(bad, None)
+    assert isinstance(plan_tests({"inputs": ["1"], "outputs": ["2"]}), StdioPlan)
+    assert plan_tests(["assert add(1, 2) == 3"]).checks[0].expression == "add(1, 2)"
 
 
-def test_stdin_stdout_cases():
-    tests = {"inputs": ["2\n", "5\n"], "outputs": ["4\n", "10"]}
-    good = fenced("n = int(input())\nprint(n * 2)")
-    bad = fenced("n = int(input())\nprint(n + 2)")  # right on the first case only
-    assert code_reward(
-        [good, bad, good], [tests, tests, '{"inputs": ["3"], "outputs": ["6  \\n\\n"]}'], limits=LIMITS
-    ) == [1.0, 0.0, 1.0]
+def test_tree_level_order_matches_the_datasets_tree_node():
+    namespace: dict = {}
+    exec(SETUP, namespace)  # trusted: the dataset's own helpers, to compare against
+
+    def reference(values):
+        order, queue = [], [namespace["tree_node"](values)]
+        while queue:
+            node = queue.pop(0)
+            if node is None:
+                order.append(None)
+                continue
+            order.append([node.val])
+            queue += [node.left, node.right]
+        while order and order[-1] is None:
+            order.pop()
+        return order
+
+    for values in ([], [1], [1, None, 2], [4, 2, 7, 1, 3, 6, 9], [3, 9, 20, None, None, 15, 7], [1, 2, None, 3, None, 4]):
+        assert tree_level_order(values) == reference(values)
 
 
-ADVERSARIAL = {
-    "infinite_loop": "def add(a, b):\n    while True:\n        pass",
-    "fork_bomb": "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass",
-    "memory_hog": "blocks = []\nwhile True:\n    blocks.append(bytearray(100 * 2**20))",
-    "exit_before_tests": "import sys\nsys.exit(0)",
-    "os_exit_before_tests": "import os\nos._exit(0)",
-    "patch_harness": "import builtins, __main__\nbuiltins.exec = lambda *a, **k: None\nbuiltins.str = lambda x: '2'\n"
-    "__main__._main = lambda: None\ndef add(a, b):\n    return 0",
-    "forge_via_frames": "import sys\ndef add(a, b):\n    frame = sys._getframe(1)\n"
-    "    while 'nonce' not in frame.f_locals:\n"
-    "        frame = frame.f_back\n    print(frame.f_locals['nonce'].decode().strip(), 2, 2, flush=True)\n"
-    "    import os\n    os._exit(0)",
-    "forge_via_generator": "def add(a, b):\n    def probe():\n        yield gen.gi_frame.f_back\n    gen = probe()\n"
-    "    frame = next(gen)\n    while 'nonce' not in frame.f_locals:\n        frame = frame.f_back\n"
-    "    print(frame.f_locals['nonce'].decode().strip(), 2, 2, flush=True)\n    import os\n    os._exit(0)",
-    "forge_via_gc": "import gc\ndef add(a, b):\n    for obj in gc.get_objects():\n        pass\n    return a + b",
-    "read_parent_memory": "import os\ndef add(a, b):\n    open(f'/proc/{os.getppid()}/mem', 'rb')\n    return a + b",
-    "spawn_unhooked_python": "import subprocess, sys\nsubprocess.run([sys.executable, '-c', 'print(1)'])\n"
-    "def add(a, b):\n    return a + b",
-    "huge_output": "import sys\nwhile True:\n    sys.stdout.write('x' * 65536)",
-    "kill_parent": "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\ndef add(a, b):\n    return a + b",
-    "kill_everything": "import os, signal\nos.kill(-1, signal.SIGKILL)",
+# --- no false negatives, no false positives on real-style problems ---------------------------------------------------
+
+
+def test_problem_set_correct_solutions_pass_and_wrong_ones_fail(reward):
+    completions, tests, entry_points, names = [], [], [], []
+    for problem in PROBLEMS:
+        for code, should_pass in [(problem["correct"], True)] + [(w, False) for w in problem["wrong"]]:
+            completions.append(fenced(code))
+            tests.append(problem["test"])
+            entry_points.append(problem["entry_point"])
+            names.append((problem["name"], should_pass))
+    verdicts = reward.check_batch(completions, tests, entry_points, [SETUP] * len(tests))
+    wrong = [(name, should, v) for (name, should), v in zip(names, verdicts, strict=True) if v.passed != should]
+    assert wrong == []
+    assert len(PROBLEMS) >= 30 and len(verdicts) - len(PROBLEMS) >= 40
+
+
+# --- forgery: the policy cannot make the parent see a pass ---------------------------------------------------------
+
+SECRET_TEST = (
+    "def check(candidate):\n"
+    "    assert candidate(key = 'alpha') == 73011\n"
+    "    assert candidate(key = 'beta') == 'zq-118'\n"
+    "    assert candidate(key = 'gamma') == [4, 4, 9]\n"
+)
+SECRET_MARKERS = ("73011", "zq-118", "[4, 4, 9]")
+ANSWERS = "{'alpha': 73011, 'beta': 'zq-118', 'gamma': [4, 4, 9]}"
+
+
+def solution(body: str, prefix: str = "") -> str:
+    """A Solution().secret whose body is the forgery; a correct one would need the hidden answers."""
+    indented = "\n".join("        " + line for line in body.splitlines())
+    return f"{prefix}\nclass Solution:\n    def secret(self, key):\n{indented}\n"
+
+
+LIAR = "class Liar:\n    def __eq__(self, o): return True\n    def __ne__(self, o): return False\n    def __hash__(self): return 0\n"
+FORGERIES = {
+    "lying_eq": solution("return Liar()", LIAR),
+    "lying_int_subclass": solution("class I(int):\n    def __eq__(self, o): return True\nreturn I(1)"),
+    "lying_str_subclass": solution("class S(str):\n    def __eq__(self, o): return True\nreturn S('x')"),
+    "lying_list_subclass": solution("class L(list):\n    def __eq__(self, o): return True\nreturn L()"),
+    "lying_dict_subclass": solution("class D(dict):\n    def __eq__(self, o): return True\nreturn D()"),
+    "spoofed_class": solution("class X:\n    __class__ = int\n    def __eq__(self, o): return True\nreturn X()"),
+    "raising_eq": solution("class E:\n    def __eq__(self, o): raise AssertionError\nreturn E()"),
+    "raising_eq_exception_group": solution("class E:\n    def __eq__(self, o): raise KeyboardInterrupt\nreturn E()"),
+    "lying_bool": solution("class B:\n    def __bool__(self): return True\n    def __eq__(self, o): return True\nreturn B()"),
+    "generator": solution("return (x for x in [73011])"),
+    "nan": solution("return float('nan')"),
+    "sys_exit_at_import": solution("return 0", "import sys\nsys.exit(0)"),
+    "os_exit_at_import": solution("return 0", "import os\nos._exit(0)"),
+    "os_exit_in_call": solution("import os\nos._exit(0)"),
+    "system_exit_in_call": solution("raise SystemExit(0)"),
+    "keyboard_interrupt": solution("raise KeyboardInterrupt"),
+    "fake_report_on_stdout": solution(
+        "import os\nos.write(1, b'{\"stage\": \"tests\", \"error\": null, \"results\": [{\"v\": 1}, {\"v\": 1}, "
+        "{\"v\": 1}], \"asserts\": []}')\nos._exit(0)"
+    ),
+    "fake_report_on_every_fd": solution(
+        "import os\nfor fd in range(64):\n    try:\n        os.write(fd, b'{\"stage\":\"tests\",\"error\":null,"
+        "\"results\":[{\"v\":true},{\"v\":true},{\"v\":true}],\"asserts\":[true,true]}')\n    except OSError:\n"
+        "        pass\nos._exit(0)"
+    ),
+    "patch_encoder": solution(
+        "import sys\nh = sys.modules['__main__']\nh._encode = lambda v, b, d=0: True\n"
+        "h.ENCODERS['value'] = lambda v, b: True\nreturn 1"
+    ),
+    "patch_builtins": solution("return 1", "import builtins\nbuiltins.eval = lambda *a, **k: True\nbuiltins.type = lambda x: bool"),
+    "frame_walk_for_expected": solution(
+        "import sys\nf = sys._getframe()\nfound = []\nwhile f:\n    found += [v for v in f.f_locals.values() "
+        "if isinstance(v, (int, str, list))]\n    f = f.f_back\nreturn found[0] if found else None"
+    ),
+    "gc_scan_for_expected": solution(
+        "import gc\nfor obj in gc.get_objects():\n    if isinstance(obj, dict) and 'calls' in obj:\n"
+        "        return obj.get('expected', obj)\nreturn None"
+    ),
+    "read_tests_from_disk": solution(
+        "import os\nfor root, dirs, files in os.walk('/'):\n    for f in files:\n        try:\n"
+        "            t = open(os.path.join(root, f), errors='ignore').read()\n        except Exception:\n            continue\n"
+        "        if 'zq-' in t:\n            return t[t.index('zq-'):t.index('zq-') + 6]\nreturn None"
+    ),
+    "read_hf_cache": solution(
+        "import os, glob\nfor p in glob.glob('/root/.cache/**/*', recursive=True) + glob.glob('/home/**/*', recursive=True):\n"
+        "    return p\nreturn None"
+    ),
+    "read_proc": solution(
+        "import os\nseen = ''\nfor pid in os.listdir('/proc'):\n    for f in ('cmdline', 'environ'):\n        try:\n"
+        "            seen += open(f'/proc/{pid}/{f}', 'rb').read().decode(errors='ignore')\n        except Exception:\n"
+        "            pass\nreturn seen"
+    ),
+    "read_parent_memory": solution("import os\nreturn open(f'/proc/{os.getppid()}/mem', 'rb').read(10)"),
+    "read_stdin_rest": solution("import sys\nreturn sys.stdin.read()"),
+    "environment": solution("import os\nreturn dict(os.environ)"),
+    "kill_parent": solution("import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\nreturn 0"),
+    "kill_everything": solution("import os, signal\nos.kill(-1, signal.SIGKILL)\nreturn 0"),
+    "fork_and_report_later": solution(
+        "import os, time\nif os.fork() == 0:\n    time.sleep(0.5)\n    os.write(1, b'{\"stage\":\"tests\",\"error\":null,"
+        "\"results\":[],\"asserts\":[]}')\n    os._exit(0)\nreturn 0"
+    ),
+    "thread_outlives": solution(
+        "import threading, os, time\ndef late():\n    time.sleep(0.2)\n    os._exit(0)\n"
+        "threading.Thread(target=late).start()\nreturn Liar()",
+        LIAR,
+    ),
+    "ctypes_memory": solution("import ctypes\nreturn ctypes.string_at(0x400000, 16)"),
+    "network_to_host": solution(
+        "import socket\ns = socket.create_connection(('127.0.0.1', PORT), timeout=2)\nreturn s.recv(100).decode()"
+    ),
+    "unix_socket_to_host": solution(
+        "import socket\ns = socket.socket(socket.AF_UNIX)\ns.connect('\\0poly_epo_answers')\nreturn s.recv(100).decode()"
+    ),
+    "write_harness": solution("open('/sandbox/harness.py', 'w').write('')\nreturn 0"),
+    "huge_output": solution("import sys\nwhile True:\n    sys.stderr.write('x' * 65536)"),
+    "infinite_loop": solution("while True:\n    pass"),
+    "recursion_bomb": solution("def f(n):\n    return f(n + 1)\nreturn f(0)"),
+    "memory_bomb": solution("blocks = []\nwhile True:\n    blocks.append(bytearray(64 * 2**20))"),
+    "fork_bomb": solution("import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass"),
+    "disk_fill": solution("with open('/tmp/fill', 'wb') as f:\n    while True:\n        f.write(b'x' * 2**20)"),
+    "constant_guess": solution("return 73011"),
+    "setuid_root": solution("import os\nos.setuid(0)\nreturn open('/root/answers').read()"),
 }
 
 
-@pytest.mark.parametrize("name", sorted(ADVERSARIAL))
-def test_adversarial_programs_score_zero(name):
-    start = time.perf_counter()
-    passed, result = check_code(fenced(ADVERSARIAL[name]), ADD_TESTS, limits=LIMITS)
-    assert not passed
-    assert time.perf_counter() - start < LIMITS.timeout_seconds + 5
-    if name == "infinite_loop":  # stopped by the wall-clock timeout or the CPU-time limit, whichever came first
-        assert result.timed_out or result.returncode < 0
-    if name == "huge_output":
-        assert result.output_exceeded and len(result.stdout) <= LIMITS.max_output_bytes
+def _serve_answers(server: socket.socket, stop: threading.Event) -> None:
+    server.settimeout(0.2)
+    while not stop.is_set():
+        try:
+            connection, _ = server.accept()
+            connection.sendall(ANSWERS.encode())
+            connection.close()
+        except OSError:
+            continue
 
 
-def test_no_secrets_in_the_sandbox(monkeypatch):
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-secret-123")
-    monkeypatch.setenv("HF_TOKEN", "hf_test_secret_456")
-    code = (
-        "import os\nprint(sorted(os.environ.items()))\n"
-        "for path in (f'/proc/{os.getppid()}/environ', '/proc/1/environ'):\n"
-        "    try:\n        print(open(path, 'rb').read())\n    except OSError as e:\n        print('denied', path)\n"
-    )
-    result = run_python({"main.py": code}, ["main.py"], limits=LIMITS)
-    assert result.returncode == 0, result.stderr
-    assert "secret" not in result.stdout
-    assert "ANTHROPIC" not in result.stdout and "HF_TOKEN" not in result.stdout
-    assert "denied" in result.stdout
-
-
-def test_writes_stay_inside_the_sandbox(tmp_path):
-    marker = f"poly_epo_escape_{os.getpid()}"
-    targets = [f"/tmp/{marker}", f"/var/tmp/{marker}", f"/dev/shm/{marker}", os.path.expanduser(f"~/{marker}")]
-    code = "import os\n" + "".join(
-        f"try:\n    open({t!r}, 'w').write('x')\n    print('wrote', {t!r})\n"
-        f"except OSError as e:\n    print('denied', {t!r})\n"
-        for t in [*targets, str(tmp_path / marker)]
-    )
-    result = run_python({"main.py": code}, ["main.py"], limits=LIMITS)
-    assert result.returncode == 0, result.stderr
-    for target in [*targets, str(tmp_path / marker)]:
-        assert not os.path.exists(target), target
-    assert f"denied {tmp_path / marker}" in result.stdout
-
-
-def test_no_network():
+def test_every_forgery_scores_zero(reward):
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
     server.listen()
-    server.settimeout(5)
+    unix = socket.socket(socket.AF_UNIX)
+    unix.bind("\0poly_epo_answers")
+    unix.listen()
+    stop = threading.Event()
+    threading.Thread(target=_serve_answers, args=(server, stop), daemon=True).start()
     port = server.getsockname()[1]
-    accepted = []
-    threading.Thread(target=lambda: accepted.append(_accept(server)), daemon=True).start()
-    code = fenced(
-        f"import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=2)\ndef add(a, b):\n    return a + b"
-    )
-    passed, result = check_code(code, ADD_TESTS, limits=LIMITS)
-    time.sleep(0.2)
-    server.close()
-    assert not passed
-    assert result.isolation["network"] is True
-    assert accepted in ([], [None])
-
-
-def _accept(server):
+    names = sorted(FORGERIES)
     try:
-        return server.accept()
-    except OSError:
-        return None
+        control = reward.check(fenced(solution(f"return {ANSWERS}[key]")), SECRET_TEST, "Solution().secret")
+        assert control.passed  # the test can be passed, by knowing the answers
+        verdicts = reward.check_batch(
+            [fenced(FORGERIES[n].replace("PORT", str(port))) for n in names],
+            [SECRET_TEST] * len(names),
+            ["Solution().secret"] * len(names),
+        )
+    finally:
+        stop.set()
+        server.close()
+        unix.close()
+    forged = [(n, v) for n, v in zip(names, verdicts, strict=True) if v.passed]
+    assert forged == []
+    assert len(FORGERIES) >= 40
+    outcomes = dict(zip(names, (v.outcome for v in verdicts), strict=True))
+    assert outcomes["infinite_loop"] == "timeout"
+    assert outcomes["memory_bomb"] == "memory"
+    assert outcomes["huge_output"] == "output_limit"
+    assert outcomes["lying_eq"] == "wrong_answer"
 
 
-def test_isolation_report_and_concurrency():
-    code = fenced("def add(a, b):\n    return a + b")
-    start = time.perf_counter()
-    rewards = code_reward([code] * 16, [ADD_TESTS] * 16, limits=LIMITS, max_workers=4)
-    assert rewards == [1.0] * 16
-    assert time.perf_counter() - start < 30
-    passed, result = check_code(code, ADD_TESTS, limits=LIMITS)
-    assert passed and set(result.isolation) == {"network", "private_tmp", "user"}
+def test_expected_values_never_reach_the_sandbox():
+    reward = CodeReward(SandboxLimits(timeout_seconds=20, max_output_bytes=64 << 20))
+    spy = (
+        "import gc, os, sys\nseen = [repr(o)[:2000] for o in gc.get_objects() if isinstance(o, (dict, list, str))]\n"
+        "for root, dirs, files in os.walk('/'):\n    if root.startswith(('/proc', '/sys', '/usr/lib', '/dev', sys.prefix)):\n"
+        "        continue\n    for f in files:\n        try:\n            seen.append(open(os.path.join(root, f), errors='ignore').read())\n"
+        "        except Exception:\n            pass\nseen += [repr(sys.argv), repr(dict(os.environ)), sys.stdin.read()]\n"
+        "sys.stderr.write('\\n'.join(seen))\n"
+    )
+    plan = plan_tests(SECRET_TEST, "Solution().secret")
+    job = {**plan.job(), "source": spy + solution("return 0"), "path": reward.sandbox.python_path}
+    result = reward.sandbox.run(_frame(job))
+    seen = (result.stdout + result.stderr).decode(errors="replace")
+    assert "secret" in seen and len(seen) > 1000  # the spy ran and saw its own job
+    for marker in SECRET_MARKERS:
+        assert marker not in seen
+
+
+# --- the host survives ---------------------------------------------------------------------------------------------
+
+
+def _host_state() -> tuple[int, int, int]:
+    processes = sum(1 for p in os.listdir("/proc") if p.isdigit())
+    with open("/proc/meminfo") as meminfo:
+        available = next(int(line.split()[1]) for line in meminfo if line.startswith("MemAvailable"))
+    return processes, available // 1024, shutil.disk_usage("/tmp").free // 2**20
+
+
+@pytest.mark.parametrize("bomb", ["fork_bomb", "memory_bomb", "disk_fill"])
+def test_bombs_leave_the_host_as_it_was(reward, bomb):
+    before = _host_state()
+    verdict = reward.check(fenced(FORGERIES[bomb]), SECRET_TEST, "Solution().secret")
+    assert not verdict.passed
+    deadline = time.time() + 5
+    while True:
+        after = _host_state()
+        settled = after[0] <= before[0] + 2 and after[1] >= before[1] - 256 and after[2] >= before[2] - 64
+        if settled or time.time() > deadline:
+            break
+        time.sleep(0.1)
+    assert settled, (before, after)
+
+
+# --- bad rows, metrics, modes --------------------------------------------------------------------------------------
+
+
+def test_bad_rows_score_zero_with_a_reason_and_the_batch_goes_on(reward):
+    good = fenced("def add(a, b):\n    return a + b")
+    metrics: dict[str, float] = {}
+    extra: dict[str, list] = {}
+    rewards = reward(
+        [good, good, good, good, "no code", fenced("def add(a, b)\n    return a")],
+        [["assert add(1, 2) == 3"], "def check(c):\n    assert c(1 ==", 3, ["assert add(1, 2) == 3"]] * 1
+        + [["assert add(1, 2) == 3"]] * 2,
+        entry_point=[None, "add", None, "nope()"] + [None] * 2,
+        log_metric=metrics.__setitem__,
+        log_extra=extra.__setitem__,
+    )
+    assert rewards == [1.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+    assert extra["code_outcome"] == ["pass", "bad_test", "bad_test", "runtime_error", "no_code", "syntax_error"]
+    assert metrics["code/pass"] == pytest.approx(1 / 6) and metrics["code/bad_test"] == pytest.approx(2 / 6)
+    assert set(metrics) >= {"code/timeout", "code/memory", "code/wrong_answer", "code/runtime_error", "code/no_code"}
+
+
+def test_unverifiable_tests_need_the_opt_in():
+    test = "def check(candidate):\n    for x in [1, 2]:\n        assert candidate(x) == x + 1\n"
+    code = fenced("def inc(x):\n    return x + 1")
+    strict = CodeReward(LIMITS).check(code, test, "inc")
+    assert not strict.passed and strict.outcome == "unverifiable_test"
+    opted = CodeReward(LIMITS, trust_mode="sandbox_asserts")
+    metrics: dict[str, float] = {}
+    assert opted([code], [test], ["inc"], log_metric=metrics.__setitem__) == [1.0]
+    assert metrics["code/sandbox_verdicts"] == 1.0
+    assert not opted.check(fenced("def inc(x):\n    return x"), test, "inc").passed
+
+
+def test_stdin_stdout_cases_with_setup(reward):
+    tests = {"inputs": ["2\n", "5\n"], "outputs": ["4\n", "10"]}
+    good = fenced("n = int(input())\nprint(double(n))")
+    bad = fenced("n = int(input())\nprint(n + 2)")
+    setup = "def double(x):\n    return 2 * x\n"
+    assert reward([good, bad], [tests, tests], setup_code=[setup, setup]) == [1.0, 0.0]
+
+
+def test_missing_bubblewrap_is_a_clear_error(monkeypatch):
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    with pytest.raises(SandboxUnavailable, match="apt-get install bubblewrap.*code_sandbox: rlimits"):
+        check_bwrap.__wrapped__()
+
+
+def test_weaker_rlimits_mode_still_scores():
+    reward = CodeReward(LIMITS, isolation="rlimits")
+    assert reward.sandbox.describe()["namespaces"] is False
+    problem = PROBLEMS[0]
+    assert reward.check(fenced(problem["correct"]), problem["test"], problem["entry_point"], SETUP).passed
+    assert not reward.check(fenced(problem["wrong"][1]), problem["test"], problem["entry_point"], SETUP).passed

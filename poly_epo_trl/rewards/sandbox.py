@@ -1,86 +1,446 @@
-"""Run untrusted Python in a throwaway sandbox: own directory, resource limits, no secrets, no network.
+"""Run untrusted Python under bubblewrap: the program computes, the caller decides.
 
-Each run gets a fresh temporary directory and a new session, and starts through ``_sandbox_boot.py``, which sets
-CPU-time, address-space, file-size, open-file and process-count limits and, where the OS allows it (root here), a
-network namespace with no interfaces, a private mount namespace whose shared writable directories (/tmp, /var/tmp,
-/dev/shm, /run/lock) are the run's own directory, and a throwaway user id, so that the process-count limit and the
-final kill cover exactly the run's processes. The environment is built from scratch: no API keys, no tokens. The
-caller enforces a wall-clock timeout and an output cap, then kills everything the run started and deletes its
-directory. ``SandboxResult.isolation`` says which of the OS-level steps took effect.
+``isolation="bwrap"`` (the default) runs every program through `bubblewrap <https://github.com/containers/bubblewrap>`_
+(``bwrap``, Debian package ``bubblewrap``), the sandbox Flatpak uses:
+
+- new PID, network, IPC, UTS and cgroup namespaces: the program sees only its own processes, has no network (not
+  even loopback) and no host sockets;
+- a minimal read-only filesystem: the shared libraries and the Python runtime (its site-packages hidden), a fresh
+  ``/proc`` and ``/dev``, and a private ``/tmp`` tmpfs of ``tmp_size_mb``; nothing of the host's home, caches or
+  datasets;
+- an empty environment; as root, a throwaway user id per run (so it can signal nothing else);
+- limits for the whole program where the cgroup hierarchy is writable (root): memory (``memory_mb``, tmpfs
+  included) and process count (``max_processes``); otherwise per process (``RLIMIT_AS``, ``RLIMIT_NPROC``), said in
+  a warning. Per process always: CPU seconds, file size, open files, no core dumps. A wall-clock timeout and an
+  output cap; afterwards everything the run started is killed.
+
+``isolation="rlimits"`` is the weaker mode for machines where bubblewrap cannot run (no user namespaces): resource
+limits, a clean environment and a throwaway directory only; the program can read your files and use the network.
+It must be asked for; ``bwrap`` never falls back to it silently.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
+import functools
+import importlib.util
+import itertools
 import os
+import selectors
 import shutil
 import signal
 import subprocess
 import sys
+import sysconfig
 import tempfile
-import threading
 import time
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
-BOOT = Path(__file__).with_name("_sandbox_boot.py")
+HARNESS = Path(__file__).with_name("_harness.py")
+ISOLATION_MODES = ("bwrap", "rlimits")
 _UID_BASE = 200_000
-_PREFIX = os.path.realpath(sys.base_prefix)
+_SANDBOX_HARNESS = "/sandbox/harness.py"
+_SANDBOX_PACKAGES = "/sandbox/packages"
+# Third-party packages LeetCode's judge provides; shown read-only in the sandbox when installed here.
+DEFAULT_PACKAGES = ("sortedcontainers",)
+_RUN_IDS = itertools.count()
+
+
+class SandboxUnavailable(RuntimeError):
+    """The requested isolation cannot run on this machine; the message names the cause and the fix."""
 
 
 @dataclass(frozen=True)
 class SandboxLimits:
-    """Limits of one sandboxed run."""
+    """Limits of one sandboxed program."""
 
     timeout_seconds: float = 10.0
     cpu_seconds: int = 10
     memory_mb: int = 1024
     file_size_mb: int = 16
-    max_processes: int = 16
+    tmp_size_mb: int = 64
+    max_processes: int = 32
     max_output_bytes: int = 1 << 20
 
     def __post_init__(self) -> None:
-        for name in ("timeout_seconds", "cpu_seconds", "memory_mb", "file_size_mb", "max_processes"):
-            if getattr(self, name) <= 0:
+        for name in ("timeout_seconds", "cpu_seconds", "memory_mb", "file_size_mb", "tmp_size_mb", "max_processes"):
+            if not getattr(self, name) > 0:
                 raise ValueError(f"SandboxLimits.{name} must be positive, got {getattr(self, name)}.")
 
 
 @dataclass
 class SandboxResult:
     returncode: int | None
-    stdout: str
-    stderr: str
+    stdout: bytes
+    stderr: bytes
     timed_out: bool = False
     output_exceeded: bool = False
+    memory_exceeded: bool = False
     seconds: float = 0.0
     isolation: dict[str, object] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
-        return self.returncode == 0 and not self.timed_out and not self.output_exceeded
+        return self.returncode == 0 and not (self.timed_out or self.output_exceeded or self.memory_exceeded)
 
 
-class _UidCounter:
-    """Throwaway user ids for this process's runs: 256 in rotation, so concurrent runs never signal each other and
-    a uid is reused only long after its processes are gone."""
+def _python() -> tuple[str, str]:
+    """(the real interpreter binary, the base installation prefix it lives in)."""
+    return os.path.realpath(sys.executable), os.path.realpath(sys.base_prefix)
+
+
+def _hidden_package_dirs(prefix: str) -> list[str]:
+    """Installed-package folders inside the bound runtime: covered by empty tmpfs mounts in the sandbox."""
+    paths = sysconfig.get_paths(vars={"base": prefix, "platbase": prefix, "installed_base": prefix})
+    found = {os.path.realpath(paths[key]) for key in ("purelib", "platlib")}
+    found.add("/usr/lib/python3/dist-packages")
+    return sorted(p for p in found if os.path.isdir(p))
+
+
+def _ancestors(path: str) -> list[str]:
+    parts = Path(path).parts[1:-1]
+    return ["/" + "/".join(parts[: i + 1]) for i in range(len(parts))]
+
+
+def package_paths(names: tuple[str, ...]) -> dict[str, str]:
+    """{name: installed folder or module file} for the importable ones among ``names``."""
+    found = {}
+    for name in names:
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.origin:
+            locations = list(spec.submodule_search_locations or [])
+            found[name] = locations[0] if locations else spec.origin
+    return found
+
+
+@functools.lru_cache(maxsize=8)
+def _bwrap_mounts(packages: tuple[str, ...]) -> tuple[str, ...]:
+    """The read-only view: shared libraries, the Python runtime without its packages, /proc, /dev, the harness, and
+    the named packages under /sandbox/packages."""
+    executable, prefix = _python()
+    args: list[str] = []
+    binds = [d for d in ("/usr/lib", "/usr/lib64", "/usr/lib32", "/lib", "/lib64", "/lib32") if os.path.exists(d)]
+    if not executable.startswith(prefix + "/"):
+        binds.append(executable)
+    setpriv = shutil.which("setpriv")
+    if os.geteuid() == 0 and setpriv:
+        binds.append(os.path.realpath(setpriv))
+    if not any(prefix == b or prefix.startswith(b + "/") for b in binds):
+        binds.append(prefix)
+    # bwrap copies the host's permissions onto the folders it creates for mount points (/root is 0700): make them
+    # traversable, so that the throwaway user can reach the runtime.
+    folders = {a for b in binds if not os.path.islink(b) for a in _ancestors(b)}
+    for folder in sorted(folders | {"/sandbox", _SANDBOX_PACKAGES}):
+        args += ["--perms", "0755", "--dir", folder]
+    for path in binds:
+        if os.path.islink(path):
+            args += ["--symlink", os.readlink(path), path]
+        else:
+            args += ["--ro-bind", path, path]
+    for hidden in _hidden_package_dirs(prefix):
+        args += ["--tmpfs", hidden]
+    args += ["--ro-bind", str(HARNESS), _SANDBOX_HARNESS, "--proc", "/proc", "--dev", "/dev"]
+    for path in package_paths(packages).values():
+        args += ["--ro-bind", path, f"{_SANDBOX_PACKAGES}/{os.path.basename(path)}"]
+    return tuple(args)
+
+
+class _Cgroups:
+    """Per-run memory and pids cgroups (v1 or v2), where this process may create them; else unavailable."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._next = 0
+        self.version: str | None = None
+        self.roots: dict[str, Path] = {}
+        if os.geteuid() != 0:
+            return
+        own = {}
+        with contextlib.suppress(OSError):
+            for line in Path("/proc/self/cgroup").read_text().splitlines():
+                _, controllers, path = line.split(":", 2)
+                for name in controllers.split(",") if controllers else [""]:
+                    own[name] = path.lstrip("/")
+        base = Path("/sys/fs/cgroup")
+        tag = f"poly_epo_sandbox_{os.getpid()}"
+        v1 = {name: base / name / own.get(name, "") / tag for name in ("memory", "pids")}
+        if all((base / name / "cgroup.procs").exists() for name in v1):
+            self._try("v1", v1)
+        elif (base / "cgroup.controllers").exists():
+            self._try("v2", {"unified": base / own.get("", "") / tag})
 
-    def take(self) -> int:
-        with self._lock:
-            self._next = (self._next + 1) % 256
-            return _UID_BASE + (os.getpid() % 100_000) * 256 + self._next
+    def _try(self, version: str, roots: dict[str, Path]) -> None:
+        try:
+            for root in roots.values():
+                root.mkdir(exist_ok=True)
+            if version == "v2":
+                (roots["unified"] / "cgroup.subtree_control").write_text("+memory +pids")
+            self.version, self.roots = version, roots
+        except OSError:
+            for root in roots.values():
+                with contextlib.suppress(OSError):
+                    root.rmdir()
+
+    def create(self, run: str, limits: SandboxLimits) -> list[Path]:
+        memory = str(limits.memory_mb * 2**20)
+        dirs = []
+        for name, root in self.roots.items():
+            folder = root / run
+            folder.mkdir()
+            dirs.append(folder)
+            if self.version == "v2":
+                (folder / "memory.max").write_text(memory)
+                (folder / "memory.swap.max").write_text("0")
+                (folder / "pids.max").write_text(str(limits.max_processes))
+            elif name == "memory":
+                (folder / "memory.limit_in_bytes").write_text(memory)
+                with contextlib.suppress(OSError):
+                    (folder / "memory.memsw.limit_in_bytes").write_text(memory)
+            else:
+                (folder / "pids.max").write_text(str(limits.max_processes))
+        return dirs
+
+    def oom_kills(self, dirs: list[Path]) -> int:
+        for folder in dirs:
+            for name in ("memory.oom_control", "memory.events"):
+                with contextlib.suppress(OSError):
+                    for line in (folder / name).read_text().splitlines():
+                        if line.startswith("oom_kill "):
+                            return int(line.split()[1])
+        return 0
+
+    def remove(self, dirs: list[Path]) -> None:
+        """Kill whatever is left in the run's cgroups and delete them."""
+        for _ in range(200):
+            pids = set()
+            for folder in dirs:
+                with contextlib.suppress(OSError):
+                    pids.update(int(p) for p in (folder / "cgroup.procs").read_text().split())
+            if not pids:
+                break
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+            time.sleep(0.005)
+        for folder in dirs:
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+
+    def close(self) -> None:
+        for root in self.roots.values():
+            with contextlib.suppress(OSError):
+                root.rmdir()
 
 
-_UIDS = _UidCounter()
+def _command(
+    limits: SandboxLimits,
+    isolation: str,
+    uid: int | None,
+    cgroup_dirs: list[Path],
+    program: list[str],
+    packages: tuple[str, ...] = (),
+) -> list[str]:
+    """The argv of one run: [enter the cgroups] prlimit ... [bwrap ... [setpriv ...]] python -I -S -B program."""
+    prlimit = [
+        "prlimit",
+        f"--cpu={limits.cpu_seconds}:{limits.cpu_seconds + 1}",
+        f"--fsize={limits.file_size_mb * 2**20}",
+        "--nofile=256",
+        "--core=0",
+    ]
+    if not cgroup_dirs:
+        prlimit.append(f"--as={limits.memory_mb * 2**20}")
+        # Without a throwaway uid RLIMIT_NPROC counts every process of this user: allow what runs already.
+        running = 0 if uid is not None else _processes_of_current_user()
+        prlimit.append(f"--nproc={running + limits.max_processes}")
+    prlimit.append("--")
+    enter = []
+    if cgroup_dirs:
+        enter = [
+            "sh",
+            "-c",
+            'while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"',
+            "sh",
+            *(str(d / "cgroup.procs") for d in cgroup_dirs),
+            "--",
+        ]
+    python = [_python()[0], "-I", "-S", "-B", *program]
+    if isolation == "rlimits":
+        return [*enter, *prlimit, *python]
+    namespaces = ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
+    user = ["--unshare-user"]
+    if uid is not None:
+        user = ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+        python = [shutil.which("setpriv") or "setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", *python]
+    return [
+        *enter,
+        *prlimit,
+        "bwrap",
+        *namespaces,
+        *user,
+        "--die-with-parent",
+        "--new-session",
+        *_bwrap_mounts(packages),
+        *("--size", str(limits.tmp_size_mb * 2**20), "--perms", "1777", "--tmpfs", "/tmp", "--chdir", "/tmp"),
+        *("--clearenv", "--setenv", "HOME", "/tmp", "--setenv", "LANG", "C.UTF-8"),
+        *python,
+    ]
+
+
+def _throwaway_uid(run: int) -> int | None:
+    """As root (with setpriv), a user id of its own for each of this process's concurrent runs."""
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        return None
+    return _UID_BASE + (os.getpid() % 10_000) * 100 + run % 100
+
+
+class Sandbox:
+    """Runs ``python -I -S -B harness.py`` on a job given on stdin, isolated as ``isolation`` says."""
+
+    def __init__(
+        self,
+        limits: SandboxLimits | None = None,
+        isolation: str = "bwrap",
+        packages: tuple[str, ...] = DEFAULT_PACKAGES,
+    ) -> None:
+        if isolation not in ISOLATION_MODES:
+            raise ValueError(f"isolation={isolation!r}: use one of {ISOLATION_MODES}.")
+        self.limits = limits or SandboxLimits()
+        self.isolation = isolation
+        self.packages = tuple(packages)
+        paths = package_paths(self.packages)
+        # Where the harness finds the packages: their bind mounts, or (weaker mode) their installed parent folders.
+        self.python_path = (
+            [_SANDBOX_PACKAGES] if isolation == "bwrap" else sorted({os.path.dirname(p) for p in paths.values()})
+        )
+        if isolation == "bwrap":
+            check_bwrap()
+        self._cgroups = _shared_cgroups() if isolation == "bwrap" else None
+
+    def describe(self) -> dict[str, object]:
+        """What isolation is in effect."""
+        if self.isolation == "rlimits":
+            return {"mode": "rlimits", "namespaces": False, "limits": "per process"}
+        version = self._cgroups.version
+        return {
+            "mode": "bwrap",
+            "namespaces": True,
+            "user": "throwaway uid" if _throwaway_uid(0) is not None else "own uid in a user namespace",
+            "limits": f"whole program (cgroup {version})" if version else "per process",
+        }
+
+    def run(self, stdin: bytes) -> SandboxResult:
+        """One program: the harness reads its job (and the program's own input) from ``stdin``."""
+        limits = self.limits
+        run = next(_RUN_IDS)
+        uid = _throwaway_uid(run) if self.isolation == "bwrap" else None
+        cgroup_dirs = self._cgroups.create(f"r{run}", limits) if self._cgroups and self._cgroups.version else []
+        workdir = tempfile.mkdtemp(prefix="poly_epo_sandbox_") if self.isolation == "rlimits" else "/"
+        env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": workdir}
+        program = [str(HARNESS)] if self.isolation == "rlimits" else [_SANDBOX_HARNESS]
+        start = time.perf_counter()
+        try:
+            with subprocess.Popen(
+                _command(limits, self.isolation, uid, cgroup_dirs, program, self.packages),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=env,
+                cwd=workdir,
+                start_new_session=True,
+            ) as process:
+                out, err, timed_out, overflow = _communicate(process, stdin, limits)
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(process.pid, signal.SIGKILL)
+            oom = bool(cgroup_dirs) and self._cgroups.oom_kills(cgroup_dirs) > 0
+        finally:
+            if cgroup_dirs:
+                self._cgroups.remove(cgroup_dirs)
+            elif uid is not None:
+                _kill_uid(uid)
+            if self.isolation == "rlimits":
+                shutil.rmtree(workdir, ignore_errors=True)
+        stopped = timed_out or overflow
+        return SandboxResult(
+            returncode=None if stopped else process.returncode,
+            stdout=out,
+            stderr=err,
+            timed_out=timed_out,
+            output_exceeded=overflow,
+            memory_exceeded=oom,
+            seconds=time.perf_counter() - start,
+            isolation=self.describe(),
+        )
+
+
+@functools.lru_cache(maxsize=1)
+def _shared_cgroups() -> _Cgroups:
+    cgroups = _Cgroups()
+    if not cgroups.version:
+        warnings.warn(
+            "The code sandbox cannot create cgroups here (not root, or the cgroup hierarchy is read-only), so its "
+            "memory and process limits apply per process (RLIMIT_AS, RLIMIT_NPROC), not to the whole program. "
+            "Run as root, or delegate a cgroup, for whole-program limits.",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+    else:
+        import atexit
+
+        atexit.register(cgroups.close)
+    return cgroups
+
+
+@functools.lru_cache(maxsize=1)
+def check_bwrap() -> None:
+    """Raise SandboxUnavailable, naming the cause and the fix, when bubblewrap cannot run a program here."""
+    if shutil.which("bwrap") is None or shutil.which("prlimit") is None:
+        missing = "bwrap (Debian/Ubuntu package bubblewrap)" if shutil.which("bwrap") is None else "prlimit"
+        raise SandboxUnavailable(
+            f"The code sandbox needs {missing}, which is not installed: `apt-get install bubblewrap util-linux` "
+            "(`make install` does this). Or set code_sandbox: rlimits to accept the weaker mode (no namespaces: the "
+            "program can read your files and reach the network)."
+        )
+    command = _command(SandboxLimits(), "bwrap", _throwaway_uid(99), [], ["-c", "pass"])
+    result = subprocess.run(command, capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"}, cwd="/")
+    if result.returncode != 0:
+        raise SandboxUnavailable(
+            f"bubblewrap cannot create a sandbox on this machine: {result.stderr.strip()[:300]!r}. It needs user "
+            "namespaces (sysctl kernel.unprivileged_userns_clone=1, or run as root; in Docker, "
+            "--security-opt seccomp=unconfined). Or set code_sandbox: rlimits to accept the weaker mode (no "
+            "namespaces: the program can read your files and reach the network)."
+        )
+
+
+def _processes_of_current_user() -> int:
+    uid = os.getuid()
+    count = 0
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError):
+                count += os.stat(f"/proc/{entry}").st_uid == uid
+    return count
+
+
+def _kill_uid(uid: int) -> None:
+    """SIGKILL every process the throwaway uid still has (none, normally: the PID namespace died with bwrap)."""
+    for _ in range(100):
+        pids = []
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                with contextlib.suppress(OSError):
+                    if os.stat(f"/proc/{entry}").st_uid == uid and _is_running(entry):
+                        pids.append(int(entry))
+        if not pids:
+            return
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.005)
 
 
 def _is_running(pid: str) -> bool:
-    """False for zombies: killed processes waiting for their (possibly gone) parent to reap them."""
+    """False for zombies: killed processes waiting for their parent to reap them."""
     try:
         with open(f"/proc/{pid}/stat") as stat:
             return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
@@ -88,147 +448,54 @@ def _is_running(pid: str) -> bool:
         return False
 
 
-def _processes_of(uid: int) -> list[int]:
-    pids = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                if os.stat(f"/proc/{entry}").st_uid == uid and _is_running(entry):
-                    pids.append(int(entry))
-            except OSError:
-                continue
-    return pids
+def _communicate(process: subprocess.Popen, stdin: bytes, limits: SandboxLimits) -> tuple[bytes, bytes, bool, bool]:
+    """Feed stdin and read stdout/stderr in one loop until both close, the deadline passes or the output cap is hit:
+    (stdout, stderr, timed out, output exceeded)."""
+    deadline = time.perf_counter() + limits.timeout_seconds
+    chunks: dict[int, list[bytes]] = {process.stdout.fileno(): [], process.stderr.fileno(): []}
+    total, view, stdin_fd = 0, memoryview(stdin), process.stdin.fileno()
+    with selectors.DefaultSelector() as selector:
+        for fd in chunks:
+            selector.register(fd, selectors.EVENT_READ)
+        if view:
+            os.set_blocking(stdin_fd, False)
+            selector.register(stdin_fd, selectors.EVENT_WRITE)
+        else:
+            process.stdin.close()
+        while selector.get_map():
+            remaining = deadline - time.perf_counter()
+            if remaining <= 0:
+                return (
+                    b"".join(chunks[process.stdout.fileno()]),
+                    b"".join(chunks[process.stderr.fileno()]),
+                    True,
+                    False,
+                )
+            for key, _ in selector.select(remaining):
+                fd = key.fd
+                if fd == stdin_fd:
+                    try:
+                        view = view[os.write(fd, view[:65536]) :]
+                    except (BrokenPipeError, BlockingIOError, OSError):
+                        view = view[:0]
+                    if not view:
+                        selector.unregister(fd)
+                        process.stdin.close()
+                    continue
+                data = os.read(fd, 65536)
+                if not data:
+                    selector.unregister(fd)
+                    continue
+                total += len(data)
+                if total > limits.max_output_bytes:
+                    return (
+                        b"".join(chunks[process.stdout.fileno()]),
+                        b"".join(chunks[process.stderr.fileno()]),
+                        False,
+                        True,
+                    )
+                chunks[fd].append(data)
+    return b"".join(chunks[process.stdout.fileno()]), b"".join(chunks[process.stderr.fileno()]), False, False
 
 
-def _kill_all(process: subprocess.Popen, uid: int | None) -> None:
-    """SIGKILL the run's process group and, with a throwaway uid, every process of that uid (fork bombs included)."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signal.SIGKILL)
-    if uid is None:
-        return
-    for _ in range(100):
-        pids = _processes_of(uid)
-        if not pids:
-            return
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
-        time.sleep(0.01)
-
-
-def _drain(stream, cap: int, sink: list[bytes], overflow: threading.Event) -> None:
-    total = 0
-    while chunk := stream.read1(65536):
-        total += len(chunk)
-        if total > cap:
-            overflow.set()
-            return
-        sink.append(chunk)
-
-
-def run_python(
-    files: dict[str, str],
-    argv: list[str],
-    stdin: str = "",
-    limits: SandboxLimits | None = None,
-) -> SandboxResult:
-    """Write ``files`` into a fresh directory and run ``python -I -B *argv`` there under ``limits``."""
-    limits = limits or SandboxLimits()
-    workdir = Path(tempfile.mkdtemp(prefix="poly_epo_sandbox_"))
-    uid = _UIDS.take() if os.geteuid() == 0 else None
-    try:
-        for name, text in files.items():
-            (workdir / name).write_text(text)
-        if uid is not None:
-            for path in [workdir, *workdir.iterdir()]:
-                os.chown(path, uid, uid)
-        read_status, write_status = os.pipe()
-        env = {"PATH": "/usr/bin:/bin", "HOME": str(workdir), "TMPDIR": str(workdir), "LANG": "C.UTF-8"}
-        config = {
-            "workdir": str(workdir),
-            "argv": argv,
-            "env": env,
-            "uid": uid,
-            "python_prefix": _PREFIX,
-            "python_executable": os.path.relpath(os.path.realpath(sys.executable), _PREFIX),
-            "status_fd": write_status,
-            "limits": {
-                "cpu_seconds": limits.cpu_seconds,
-                "memory_mb": limits.memory_mb,
-                "file_size_mb": limits.file_size_mb,
-                "max_processes": limits.max_processes,
-            },
-        }
-        start = time.perf_counter()
-        process = subprocess.Popen(
-            [sys.executable, "-I", "-B", str(BOOT), json.dumps(config)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=env,
-            cwd=workdir,
-            start_new_session=True,
-            pass_fds=(write_status,),
-        )
-        os.close(write_status)
-        out: list[bytes] = []
-        err: list[bytes] = []
-        overflow = threading.Event()
-        readers = [
-            threading.Thread(target=_drain, args=(process.stdout, limits.max_output_bytes, out, overflow)),
-            threading.Thread(target=_drain, args=(process.stderr, limits.max_output_bytes, err, overflow)),
-        ]
-        for reader in readers:
-            reader.daemon = True
-            reader.start()
-        threading.Thread(target=_feed, args=(process.stdin, stdin.encode()), daemon=True).start()
-        timed_out = False
-        deadline = start + limits.timeout_seconds
-        while process.poll() is None and not overflow.is_set():
-            if time.perf_counter() > deadline:
-                timed_out = True
-                break
-            time.sleep(0.005)
-        _kill_all(process, uid)
-        process.wait()
-        for reader in readers:
-            reader.join(timeout=1.0)
-        with os.fdopen(read_status, "rb") as status:
-            report = status.read()
-        isolation = json.loads(report) if report else {"boot": "failed"}
-        _warn_once_if_weak(isolation)
-        return SandboxResult(
-            returncode=None if timed_out or overflow.is_set() else process.returncode,
-            stdout=b"".join(out).decode(errors="replace"),
-            stderr=b"".join(err).decode(errors="replace"),
-            timed_out=timed_out,
-            output_exceeded=overflow.is_set(),
-            seconds=time.perf_counter() - start,
-            isolation=isolation,
-        )
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
-
-
-_WARNED = threading.Event()
-
-
-def _warn_once_if_weak(isolation: dict[str, object]) -> None:
-    if not _WARNED.is_set() and not (isolation.get("network") and isolation.get("private_tmp")):
-        _WARNED.set()
-        warnings.warn(
-            f"The code sandbox runs with partial isolation here ({isolation}): without root (or with namespaces "
-            "forbidden) it cannot cut the network, hide /tmp or switch to a throwaway user, so a program can reach "
-            "the network and signal or read your own processes. Resource limits, the timeout, the clean environment "
-            "and the temporary directory still apply. Run untrusted code as root in a container for full isolation.",
-            RuntimeWarning,
-            stacklevel=3,
-        )
-
-
-def _feed(pipe, data: bytes) -> None:
-    try:
-        pipe.write(data)
-        pipe.close()
-    except (BrokenPipeError, OSError):
-        pass
+__all__ = ["ISOLATION_MODES", "Sandbox", "SandboxLimits", "SandboxResult", "SandboxUnavailable", "check_bwrap"]
