@@ -103,7 +103,7 @@ def test_assertion_shapes_reduce_to_calls_and_constants():
     for secret in ("'a', 2.5", "[2, 1]", "0.5", "[[1, 2], [2, 1]]", "inf"):
         assert secret not in job, secret
     assert plan.checks[0].passes([[1], "a", 2.5, True, None])
-    assert not plan.checks[0].passes([[1], "a", 2.5, 1, None]) is False  # True == 1, as in Python
+    assert plan.checks[0].passes([[1], "a", 2.5, 1, None])  # True == 1, as in Python
     assert not plan.checks[0].passes(((1,), "a", 2.5, True, None))
 
 
@@ -146,7 +146,14 @@ def test_tree_level_order_matches_the_datasets_tree_node():
             order.pop()
         return order
 
-    for values in ([], [1], [1, None, 2], [4, 2, 7, 1, 3, 6, 9], [3, 9, 20, None, None, 15, 7], [1, 2, None, 3, None, 4]):
+    for values in (
+        [],
+        [1],
+        [1, None, 2],
+        [4, 2, 7, 1, 3, 6, 9],
+        [3, 9, 20, None, None, 15, 7],
+        [1, 2, None, 3, None, 4],
+    ):
         assert tree_level_order(values) == reference(values)
 
 
@@ -195,7 +202,9 @@ FORGERIES = {
     "spoofed_class": solution("class X:\n    __class__ = int\n    def __eq__(self, o): return True\nreturn X()"),
     "raising_eq": solution("class E:\n    def __eq__(self, o): raise AssertionError\nreturn E()"),
     "raising_eq_exception_group": solution("class E:\n    def __eq__(self, o): raise KeyboardInterrupt\nreturn E()"),
-    "lying_bool": solution("class B:\n    def __bool__(self): return True\n    def __eq__(self, o): return True\nreturn B()"),
+    "lying_bool": solution(
+        "class B:\n    def __bool__(self): return True\n    def __eq__(self, o): return True\nreturn B()"
+    ),
     "generator": solution("return (x for x in [73011])"),
     "nan": solution("return float('nan')"),
     "sys_exit_at_import": solution("return 0", "import sys\nsys.exit(0)"),
@@ -204,19 +213,21 @@ FORGERIES = {
     "system_exit_in_call": solution("raise SystemExit(0)"),
     "keyboard_interrupt": solution("raise KeyboardInterrupt"),
     "fake_report_on_stdout": solution(
-        "import os\nos.write(1, b'{\"stage\": \"tests\", \"error\": null, \"results\": [{\"v\": 1}, {\"v\": 1}, "
-        "{\"v\": 1}], \"asserts\": []}')\nos._exit(0)"
+        'import os\nos.write(1, b\'{"stage": "tests", "error": null, "results": [{"v": 1}, {"v": 1}, '
+        '{"v": 1}], "asserts": []}\')\nos._exit(0)'
     ),
     "fake_report_on_every_fd": solution(
-        "import os\nfor fd in range(64):\n    try:\n        os.write(fd, b'{\"stage\":\"tests\",\"error\":null,"
-        "\"results\":[{\"v\":true},{\"v\":true},{\"v\":true}],\"asserts\":[true,true]}')\n    except OSError:\n"
+        'import os\nfor fd in range(64):\n    try:\n        os.write(fd, b\'{"stage":"tests","error":null,'
+        '"results":[{"v":true},{"v":true},{"v":true}],"asserts":[true,true]}\')\n    except OSError:\n'
         "        pass\nos._exit(0)"
     ),
     "patch_encoder": solution(
         "import sys\nh = sys.modules['__main__']\nh._encode = lambda v, b, d=0: True\n"
         "h.ENCODERS['value'] = lambda v, b: True\nreturn 1"
     ),
-    "patch_builtins": solution("return 1", "import builtins\nbuiltins.eval = lambda *a, **k: True\nbuiltins.type = lambda x: bool"),
+    "patch_builtins": solution(
+        "return 1", "import builtins\nbuiltins.eval = lambda *a, **k: True\nbuiltins.type = lambda x: bool"
+    ),
     "frame_walk_for_expected": solution(
         "import sys\nf = sys._getframe()\nfound = []\nwhile f:\n    found += [v for v in f.f_locals.values() "
         "if isinstance(v, (int, str, list))]\n    f = f.f_back\nreturn found[0] if found else None"
@@ -245,8 +256,8 @@ FORGERIES = {
     "kill_parent": solution("import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\nreturn 0"),
     "kill_everything": solution("import os, signal\nos.kill(-1, signal.SIGKILL)\nreturn 0"),
     "fork_and_report_later": solution(
-        "import os, time\nif os.fork() == 0:\n    time.sleep(0.5)\n    os.write(1, b'{\"stage\":\"tests\",\"error\":null,"
-        "\"results\":[],\"asserts\":[]}')\n    os._exit(0)\nreturn 0"
+        'import os, time\nif os.fork() == 0:\n    time.sleep(0.5)\n    os.write(1, b\'{"stage":"tests","error":null,'
+        '"results":[],"asserts":[]}\')\n    os._exit(0)\nreturn 0'
     ),
     "thread_outlives": solution(
         "import threading, os, time\ndef late():\n    time.sleep(0.2)\n    os._exit(0)\n"
@@ -402,7 +413,7 @@ def test_stdin_stdout_cases_with_setup(reward):
 
 def test_missing_bubblewrap_is_a_clear_error(monkeypatch):
     monkeypatch.setattr(shutil, "which", lambda name: None)
-    with pytest.raises(SandboxUnavailable, match="apt-get install bubblewrap.*code_sandbox: rlimits"):
+    with pytest.raises(SandboxUnavailable, match=r"apt-get install bubblewrap.*code_sandbox: rlimits"):
         check_bwrap.__wrapped__()
 
 

@@ -53,6 +53,8 @@ def local_copy_of_dataset(recipe: dict, tmp_path: Path) -> str:
     if recipe.get("tests_column"):
         row[recipe["tests_column"]] = "def check(candidate):\n    assert candidate(1, 1) == 2"
         row["entry_point"] = "add"
+    if recipe.get("code_setup_column"):
+        row[recipe["code_setup_column"]] = "from typing import *"
     path = tmp_path / "rows.jsonl"
     path.write_text("\n".join(json.dumps(row) for _ in range(4)))
     return str(path)
@@ -194,3 +196,32 @@ def test_cpu_runs_warn_about_slow_defaults(caplog):
     with caplog.at_level("WARNING"):
         main([*argv, "--dry_run", "true"])
     assert "add `--bf16 false`" in caplog.text
+
+
+LEETCODE_DATA = ROOT.parent / "shared" / "data" / "LeetCodeDataset-v0.2.0-train.jsonl.gz"
+
+
+@pytest.mark.skipif(not LEETCODE_DATA.exists(), reason="needs the LeetCodeDataset sample in ../shared/data")
+def test_leetcode_recipe_rewards_real_rows_as_trl_calls_them(tmp_path, judge_url):
+    """The recipe's data path on the real train file: setup code, tests and entry point reach the code reward."""
+    import gzip
+
+    argv = ["--config", "recipes/Qwen3-4B-Base/poly_epo/config_leetcode.yaml", "--dry_run", "true"]
+    argv += ["--dataset_name", str(LEETCODE_DATA), "--max_train_samples", "4", "--bf16", "false", "--use_cpu", "true"]
+    argv += ["--judge", "distinct", "--output_dir", str(tmp_path)]
+    parts = main(argv)
+    rows = list(parts["train_dataset"])
+    with gzip.open(LEETCODE_DATA, "rt") as handle:
+        originals = [json.loads(next(handle)) for _ in range(4)]
+    assert all(row["setup_code"].startswith("\nfrom typing import *") or "typing" in row["setup_code"] for row in rows)
+    reward = parts["reward_funcs"][0]
+    columns = {key: [row[key] for row in rows] for key in ("tests", "entry_point", "setup_code")}
+    completions = [[{"role": "assistant", "content": f"```python\n{o['completion']}\n```"}] for o in originals]
+    metrics: dict[str, float] = {}
+    scores = reward(
+        prompts=[row["prompt"] for row in rows], completions=completions, log_metric=metrics.__setitem__, **columns
+    )
+    assert scores == [1.0] * 4 and metrics["code/pass"] == 1.0
+    assert reward(
+        prompts=[rows[0]["prompt"]], completions=[completions[1]], **{k: v[:1] for k, v in columns.items()}
+    ) == [0.0]
