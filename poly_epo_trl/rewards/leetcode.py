@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from .code import CodeReward, code_blocks
+from .sandbox import HASH_SEED
 
 
 def evaluator_extract(response: str) -> str | None:
@@ -41,7 +42,12 @@ def evaluator_verdict(row: dict[str, Any], code: str | None, timeout: float = 10
         handle.write(evaluator_program(row, code))
     try:
         result = subprocess.run(
-            [sys.executable, handle.name], capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL
+            [sys.executable, handle.name],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+            env={**os.environ, HASH_SEED[0]: HASH_SEED[1]},  # the reward's seed, so that flaky programs compare
         )
     except subprocess.TimeoutExpired:
         return False, "timeout"

@@ -1,5 +1,7 @@
 """Run untrusted Python under bubblewrap: the program computes, the caller decides.
 
+Programs run with a fixed hash seed (``PYTHONHASHSEED=0``), so a verdict does not change from run to run.
+
 ``isolation="bwrap"`` (the default) runs every program through `bubblewrap <https://github.com/containers/bubblewrap>`_
 (``bwrap``, Debian package ``bubblewrap``), the sandbox Flatpak uses:
 
@@ -43,8 +45,10 @@ ISOLATION_MODES = ("bwrap", "rlimits")
 _UID_BASE = 200_000
 _SANDBOX_HARNESS = "/sandbox/harness.py"
 _SANDBOX_PACKAGES = "/sandbox/packages"
-# Third-party packages LeetCode's judge provides; shown read-only in the sandbox when installed here.
-DEFAULT_PACKAGES = ("sortedcontainers",)
+# Third-party packages solutions import (LeetCode's judge provides them); shown read-only when installed here.
+DEFAULT_PACKAGES = ("sortedcontainers", "numpy")
+# A fixed string-hash seed: a program whose answer depends on set order gets the same verdict every time.
+HASH_SEED = ("PYTHONHASHSEED", "0")
 _RUN_IDS = itertools.count()
 
 
@@ -144,6 +148,9 @@ def _bwrap_mounts(packages: tuple[str, ...]) -> tuple[str, ...]:
     args += ["--ro-bind", str(HARNESS), _SANDBOX_HARNESS, "--proc", "/proc", "--dev", "/dev"]
     for path in package_paths(packages).values():
         args += ["--ro-bind", path, f"{_SANDBOX_PACKAGES}/{os.path.basename(path)}"]
+        libs = f"{path}.libs"  # the shared libraries a wheel vendors (numpy.libs)
+        if os.path.isdir(libs):
+            args += ["--ro-bind", libs, f"{_SANDBOX_PACKAGES}/{os.path.basename(libs)}"]
     return tuple(args)
 
 
@@ -264,7 +271,8 @@ def _command(
             *(str(d / "cgroup.procs") for d in cgroup_dirs),
             "--",
         ]
-    python = [_python()[0], "-I", "-S", "-B", *program]
+    # Not -I: it implies -E, which would ignore PYTHONHASHSEED; the environment is built from scratch anyway.
+    python = [_python()[0], "-s", "-S", "-B", *program]
     if isolation == "rlimits":
         return [*enter, *prlimit, *python]
     namespaces = ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
@@ -282,7 +290,7 @@ def _command(
         "--new-session",
         *_bwrap_mounts(packages),
         *("--size", str(limits.tmp_size_mb * 2**20), "--perms", "1777", "--tmpfs", "/tmp", "--chdir", "/tmp"),
-        *("--clearenv", "--setenv", "HOME", "/tmp", "--setenv", "LANG", "C.UTF-8"),
+        *("--clearenv", "--setenv", "HOME", "/tmp", "--setenv", "LANG", "C.UTF-8", "--setenv", *HASH_SEED),
         *python,
     ]
 
@@ -336,7 +344,7 @@ class Sandbox:
         uid = _throwaway_uid(run) if self.isolation == "bwrap" else None
         cgroup_dirs = self._cgroups.create(f"r{run}", limits) if self._cgroups and self._cgroups.version else []
         workdir = tempfile.mkdtemp(prefix="poly_epo_sandbox_") if self.isolation == "rlimits" else "/"
-        env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": workdir}
+        env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": workdir, HASH_SEED[0]: HASH_SEED[1]}
         program = [str(HARNESS)] if self.isolation == "rlimits" else [_SANDBOX_HARNESS]
         start = time.perf_counter()
         try:
