@@ -28,11 +28,14 @@ def fenced(code: str) -> str:
 
 
 def sandbox_processes() -> list[int]:
+    """Live processes of this test process's throwaway uids (another process's sandboxes are not ours to count)."""
+    first = _UID_BASE + (os.getpid() % 10_000) * 100
+    own_uids = range(first, first + 100)
     found = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
-                if os.stat(f"/proc/{entry}").st_uid >= _UID_BASE:
+                if own_uids.start <= os.stat(f"/proc/{entry}").st_uid < own_uids.stop:
                     with open(f"/proc/{entry}/stat") as stat:
                         if stat.read().rsplit(")", 1)[1].split()[0] != "Z":
                             found.append(int(entry))

@@ -345,7 +345,9 @@ class Sandbox:
         cgroup_dirs = self._cgroups.create(f"r{run}", limits) if self._cgroups and self._cgroups.version else []
         workdir = tempfile.mkdtemp(prefix="poly_epo_sandbox_") if self.isolation == "rlimits" else "/"
         env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": workdir, HASH_SEED[0]: HASH_SEED[1]}
-        program = [str(HARNESS)] if self.isolation == "rlimits" else [_SANDBOX_HARNESS]
+        # In the weaker mode, -c keeps the harness's folder (which holds rewards/math.py) off sys.path.
+        bootstrap = f"exec(compile(open({str(HARNESS)!r}).read(), {str(HARNESS)!r}, 'exec'))"
+        program = ["-c", bootstrap] if self.isolation == "rlimits" else [_SANDBOX_HARNESS]
         start = time.perf_counter()
         try:
             with subprocess.Popen(
