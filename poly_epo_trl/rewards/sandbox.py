@@ -218,17 +218,15 @@ class _Cgroups:
 
     def remove(self, dirs: list[Path]) -> None:
         """Kill whatever is left in the run's cgroups and delete them."""
-        for _ in range(200):
+
+        def members() -> set[int]:
             pids = set()
             for folder in dirs:
                 with contextlib.suppress(OSError):
                     pids.update(int(p) for p in (folder / "cgroup.procs").read_text().split())
-            if not pids:
-                break
-            for pid in pids:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(pid, signal.SIGKILL)
-            time.sleep(0.005)
+            return pids
+
+        _kill_until_gone(members, rounds=200)
         for folder in dirs:
             with contextlib.suppress(OSError):
                 folder.rmdir()
@@ -434,13 +432,23 @@ def _processes_of_current_user() -> int:
 
 def _kill_uid(uid: int) -> None:
     """SIGKILL every process the throwaway uid still has (none, normally: the PID namespace died with bwrap)."""
-    for _ in range(100):
+
+    def members() -> list[int]:
         pids = []
         for entry in os.listdir("/proc"):
             if entry.isdigit():
                 with contextlib.suppress(OSError):
                     if os.stat(f"/proc/{entry}").st_uid == uid and _is_running(entry):
                         pids.append(int(entry))
+        return pids
+
+    _kill_until_gone(members, rounds=100)
+
+
+def _kill_until_gone(members, rounds: int) -> None:
+    """SIGKILL ``members()`` until it is empty, at most ``rounds`` times, 5 ms apart."""
+    for _ in range(rounds):
+        pids = members()
         if not pids:
             return
         for pid in pids:
