@@ -23,12 +23,13 @@ from .data import DatasetArguments, RecipeError, format_dataset, load_table, res
 from .evaluation.callback import PassAtKCallback
 from .evaluation.sampling import SamplingSettings
 from .evaluation.scoring import Scorer
-from .judges import ClusteringJudge, resolve_judge
+from .judges import ClusteringJudge, JudgeFailing, resolve_judge
 from .rewards import SandboxUnavailable, resolve_reward
 from .trainer import GRPODivTrainer, PolyEPOConfig, PolyEPOTrainer
 
 logger = logging.getLogger(__name__)
 TRAINERS = {"poly_epo": PolyEPOTrainer, "grpo": GRPOTrainer, "grpo_div": GRPODivTrainer}
+PROBE_BUDGET_SECONDS = 15.0
 PROBE = ("What is 2 + 3?", ["2 + 3 = 5, so the answer is \\boxed{5}.", "Counting on from 2: 3, 4, 5. \\boxed{5}"])
 
 
@@ -85,20 +86,26 @@ def _explain_unknown(message: str) -> str:
     return f"Unknown recipe keys: {', '.join(hints)}. Remove or rename them."
 
 
-def check_judge(judge: ClusteringJudge) -> None:
-    """One probe group, without fallbacks: a judge that cannot answer stops the run before the model loads."""
-    saved_fallback, saved_chain = judge.fallback, judge.chain
+def check_judge(judge: ClusteringJudge, budget: float = PROBE_BUDGET_SECONDS) -> None:
+    """One probe group, without fallbacks and with a short retry budget: a judge that cannot answer stops the run
+    before the model loads."""
+    saved_fallback, saved_chain, saved_retry = judge.fallback, judge.chain, getattr(judge, "retry", None)
     judge.fallback, judge.chain = "raise", []
+    if saved_retry is not None:
+        judge.retry = replace(saved_retry, budget=min(saved_retry.budget, budget))
     try:
         judge.cluster_groups([PROBE])
     except Exception as error:
         raise RecipeError(
-            f"The judge {judge!r} did not answer a probe group: {error}. Start its server (or set its API key), "
-            "choose another judge, or set check_judge: false to rely on judge_fallback."
+            f"The judge did not answer a probe group within {budget:g}s: {error}. Or choose another judge, or set "
+            "check_judge: false to rely on judge_fallback."
         ) from None
     finally:
         judge.fallback, judge.chain = saved_fallback, saved_chain
+        if saved_retry is not None:
+            judge.retry = saved_retry
         judge.pop_stats()
+        judge.pop_latencies()
 
 
 def build(script_args: ScriptArguments, training_args: PolyEPOConfig, model_args: ModelConfig) -> dict[str, Any]:
@@ -121,13 +128,7 @@ def build(script_args: ScriptArguments, training_args: PolyEPOConfig, model_args
         raise RecipeError(f"trainer={script_args.trainer!r} needs a judge: set judge (e.g. 'answer', 'embedding').")
     if training_args.judge is not None and (script_args.trainer != "grpo" or script_args.eval_dataset_name):
         try:
-            judge = resolve_judge(
-                training_args.judge,
-                max_concurrency=training_args.judge_max_concurrency,
-                degenerate_cluster_id=training_args.degenerate_cluster_id,
-                fallback=training_args.judge_fallback,
-                **training_args.judge_lm_options(),
-            )
+            judge = resolve_judge(training_args.judge, **training_args.judge_options())
         except (ValueError, ImportError) as error:
             raise RecipeError(f"judge={training_args.judge!r}: {error}") from None
         if script_args.check_judge:
@@ -212,7 +213,11 @@ def main(argv: list[str] | None = None) -> Any:
     )
     if parts["eval_rows"]:
         trainer.add_callback(pass_at_k_callback(trainer, parts, script_args, training_args))
-    trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
+    try:
+        trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
+    except JudgeFailing as error:
+        print(f"error: {error}", file=sys.stderr)
+        raise SystemExit(1) from None
     trainer.save_model(training_args.output_dir)
     return trainer
 

@@ -11,6 +11,7 @@ import httpx2
 import pytest
 
 from poly_epo_trl.judges import (
+    AdaptiveConcurrency,
     AnswerJudge,
     AnthropicJudge,
     CircuitBreaker,
@@ -21,10 +22,12 @@ from poly_epo_trl.judges import (
     OpenAICompatibleJudge,
     RetryPolicy,
     parse_cluster_ids,
+    redact_url,
     resolve_judge,
+    step_metrics,
 )
 
-FAST = RetryPolicy(timeout=0.5, max_retries=2, base_delay=0.001, max_delay=0.01)
+FAST = RetryPolicy(timeout=0.5, budget=0.3, base_delay=0.001, max_delay=0.01)
 PROBLEM = "Solve x^2 - 5x + 6 = 0."
 COMPLETIONS = ["factor: (x-2)(x-3), so x=2 or 3", "quadratic formula gives 2 and 3", "(x-2)(x-3)=0", "asdf"]
 GOOD = json.dumps(
@@ -101,9 +104,11 @@ def test_parse_answers():
     assert parse_cluster_ids(GOOD, 4) == [1, 2, 1, 100]
     assert parse_cluster_ids(f"Sure! Here you go:\n```json\n{GOOD}\n```\nHope it helps.", 4) == [1, 2, 1, 100]
     assert parse_cluster_ids('{"1": 3, "2": 3}', 2) == [3, 3]
+    # harmless variants: ids as numeric strings or integral floats, keys with spaces
+    assert parse_cluster_ids('{"1": {"cluster_id": "2"}, " 2 ": {"cluster_id": 2.0}}', 2) == [2, 2]
     for bad, message in [
         ('{"1": {"cluster_id": 1}}', "keys"),
-        ('{"1": {"cluster_id": "1"}, "2": {"cluster_id": 2}}', "not an integer"),
+        ('{"1": {"cluster_id": "one"}, "2": {"cluster_id": 2}}', "not an integer"),
         ('{"1": {"cluster_id": 1.5}, "2": {"cluster_id": 2}}', "not an integer"),
         ('{"1": {"cluster_id": true}, "2": {"cluster_id": 2}}', "not an integer"),
         ("[1, 2]", "no JSON object"),
@@ -146,17 +151,15 @@ def test_anthropic_correct_and_fenced_answers(api_key):
 @pytest.mark.parametrize(
     ("failure", "stat"),
     [
-        ('{"1": {"cluster_id": 1}}', "invalid_answers"),  # wrong count
-        ('{"1": {"cluster_id": "a"}, "2": 1, "3": 1, "4": 1}', "invalid_answers"),  # non-integer id
         (429, "rate_limited"),
         (500, "server_errors"),
         (529, "server_errors"),  # overloaded
         ("hang", "timeouts"),
     ],
 )
-def test_anthropic_failures_are_retried(api_key, failure, stat):
+def test_anthropic_service_failures_are_retried(api_key, failure, stat):
     script = Script([failure])
-    judge = claude(script, retry=RetryPolicy(timeout=0.3, max_retries=2, base_delay=0.001))
+    judge = claude(script, retry=RetryPolicy(timeout=0.3, budget=5, base_delay=0.001))
     start = time.perf_counter()
     assert judge.cluster_groups([(PROBLEM, COMPLETIONS)]) == [[0, 1, 0, 100]]
     stats = judge.pop_stats()
@@ -166,18 +169,52 @@ def test_anthropic_failures_are_retried(api_key, failure, stat):
         assert time.perf_counter() - start >= 0.05
 
 
+@pytest.mark.parametrize(
+    "invalid",
+    ['{"1": {"cluster_id": 1}}', '{"1": {"cluster_id": "a"}, "2": 1, "3": 1, "4": 1}', "They look alike to me."],
+)
+def test_invalid_answer_is_re_asked_once_with_the_error_quoted(api_key, invalid):
+    script = Script([invalid])
+    judge = claude(script)
+    assert judge.cluster_groups([(PROBLEM, COMPLETIONS)]) == [[0, 1, 0, 100]]
+    stats = judge.pop_stats()
+    assert stats["invalid_answers"] == 1 and stats["corrective_turns"] == 1 and stats["calls"] == 2
+    assert stats["retries"] == 0 and judge.breaker.failures == 0
+    corrective = json.loads(script.requests[1].content)["messages"]
+    assert [m["role"] for m in corrective] == ["user", "assistant", "user"]
+    assert corrective[1]["content"] == invalid and "could not be used" in corrective[2]["content"]
+    assert '"1" to "4"' in corrective[2]["content"]
+    # twice invalid: this group falls back alone, the breaker stays closed
+    script = Script([invalid, invalid])
+    judge = claude(script)
+    [result] = judge.judge_groups([(PROBLEM, COMPLETIONS)])
+    assert result.fallback == "distinct" and judge.breaker.state == "closed" and script.calls == 2
+    assert judge.pop_stats()["invalid_answers"] == 2
+
+
+def test_anthropic_asks_for_the_answer_schema(api_key):
+    script = Script([])
+    claude(script).cluster_groups([(PROBLEM, COMPLETIONS)])
+    body = json.loads(script.requests[0].content)
+    schema = body["output_config"]["format"]["schema"]
+    assert body["output_config"]["format"]["type"] == "json_schema"
+    assert schema["required"] == ["1", "2", "3", "4"] and schema["additionalProperties"] is False
+    assert schema["properties"]["3"]["properties"]["cluster_id"] == {"type": "integer"}
+    assert "temperature" not in body  # the installed SDK takes none; the cache gives reproducibility
+
+
 def test_anthropic_gives_up_to_the_fallback(api_key):
-    script = Script([500] * 3)
+    script = Script([500] * 1000)
     judge = claude(script, fallback="distinct")
     [result] = judge.judge_groups([(PROBLEM, COMPLETIONS)])
     assert result.labels == [0, 1, 2, 3] and result.fallback == "distinct"
     assert judge.pop_stats()["fallback/distinct"] == 1
     for fallback in ("grpo", "skip"):
-        judge = claude(Script([500] * 3), fallback=fallback)
+        judge = claude(Script([500] * 1000), fallback=fallback)
         [result] = judge.judge_groups([(PROBLEM, COMPLETIONS)])
         assert result.labels is None and result.fallback == fallback
     with pytest.raises(JudgeError, match="could not judge"):
-        claude(Script([500] * 3), fallback="raise").cluster_groups([(PROBLEM, COMPLETIONS)])
+        claude(Script([500] * 1000), fallback="raise").cluster_groups([(PROBLEM, COMPLETIONS)])
 
 
 def test_secrets_never_leak(api_key, monkeypatch, tmp_path):
@@ -206,25 +243,78 @@ def test_secrets_never_leak(api_key, monkeypatch, tmp_path):
 def test_openai_compatible_server(monkeypatch):
     script = Script([GOOD, 503, '{"1": 2, "2": 2, "3": 2, "4": 100}'], reply=openai_reply)
     monkeypatch.setenv("JUDGE_KEY", "local-secret")
-    judge = resolve_judge("openai:http://judge-host:8001/v1/Qwen/Qwen3-4B-Instruct-2507", retry=FAST, fallback="raise")
-    assert isinstance(judge, OpenAICompatibleJudge)
-    assert (judge.base_url, judge.model) == ("http://judge-host:8001/v1", "Qwen/Qwen3-4B-Instruct-2507")
     judge = OpenAICompatibleJudge(
         "http://judge-host:8001/v1",
         "Qwen/Qwen3-4B-Instruct-2507",
         api_key_env="JUDGE_KEY",
         retry=FAST,
+        max_tokens=300,
+        temperature=0.2,
+        extra_body={"chat_template_kwargs": {"enable_thinking": False}},
         transport=httpx2.MockTransport(script),
     )
     assert judge.cluster_groups([(PROBLEM, COMPLETIONS)] * 2) == [[0, 1, 0, 100], [0, 0, 0, 100]]
     request = script.requests[0]
     assert str(request.url) == "http://judge-host:8001/v1/chat/completions"
     assert request.headers["authorization"] == "Bearer local-secret"
-    assert json.loads(request.content)["response_format"] == {"type": "json_object"}
+    body = json.loads(request.content)
+    assert body["max_tokens"] == 300 and body["temperature"] == 0.2 and body["stream"] is True
+    assert body["chat_template_kwargs"] == {"enable_thinking": False}
+    assert body["response_format"]["type"] == "json_schema"
+    assert body["response_format"]["json_schema"]["schema"]["required"] == ["1", "2", "3", "4"]
     assert judge.pop_stats()["server_errors"] == 1
 
 
-# Resilience at scale
+@pytest.mark.parametrize(
+    ("spec", "base_url", "model"),
+    [
+        (
+            "openai:http://judge-host:8001/v1/Qwen/Qwen3-4B-Instruct-2507",
+            "http://judge-host:8001/v1",
+            "Qwen/Qwen3-4B-Instruct-2507",
+        ),
+        ("openai:http://host/api/v1/meta-llama/Llama-3.1-8B", "http://host/api/v1", "meta-llama/Llama-3.1-8B"),
+        (
+            "openai:https://g.example/v1beta/openai/gemini-2.5-flash",
+            "https://g.example/v1beta/openai",
+            "gemini-2.5-flash",
+        ),
+        ("openai:http://127.0.0.1:8000/v1/m", "http://127.0.0.1:8000/v1", "m"),
+    ],
+)
+def test_openai_specs_split_after_the_last_version_segment(spec, base_url, model):
+    judge = resolve_judge(spec, retry=FAST)
+    assert (judge.base_url, judge.model) == (base_url, model)
+
+
+def test_openai_base_url_and_model_given_apart():
+    server = {"base_url": "http://host/odd/prefix", "model": "org/v2"}
+    judge = resolve_judge("openai", server=server)
+    assert (judge.base_url, judge.model) == ("http://host/odd/prefix", "org/v2")
+    judge = resolve_judge("openai:http://host/odd/prefix", server={"model": "org/v2"})
+    assert (judge.base_url, judge.model) == ("http://host/odd/prefix", "org/v2")
+    with pytest.raises(ValueError, match="set judge_base_url and judge_model separately"):
+        resolve_judge("openai:http://host/odd/prefix/org/model")
+    with pytest.raises(ValueError, match="needs the server"):
+        resolve_judge("openai")
+    with pytest.raises(ValueError, match="keep one"):
+        resolve_judge("openai:http://a/v1/m", server={"base_url": "http://b/v1"})
+    with pytest.raises(ValueError, match="not an http"):
+        resolve_judge("openai:judge-host:8000/v1/m")
+    assert redact_url("http://user:pw@host:1/v1?key=abc") == "http://***@host:1/v1?key=***"
+
+
+def test_structured_output_is_dropped_when_the_server_rejects_it(caplog):
+    async def server(request: httpx2.Request) -> httpx2.Response:
+        if "response_format" in json.loads(request.content):
+            return httpx2.Response(400, json={"error": {"message": "unknown field response_format"}})
+        return openai_reply(GOOD)
+
+    judge = OpenAICompatibleJudge("http://x/v1", "m", transport=httpx2.MockTransport(server), retry=FAST)
+    with caplog.at_level("WARNING"):
+        assert judge.cluster_groups([(PROBLEM, COMPLETIONS)] * 3) == [[0, 1, 0, 100]] * 3
+    assert judge.structured_output == "none" and "rejected structured output" in caplog.text
+    assert judge.pop_stats()["structured_output_off"] == 1
 
 
 def test_fault_injection_200_groups():
@@ -238,7 +328,7 @@ def test_fault_injection_200_groups():
         "m",
         transport=httpx2.MockTransport(script),
         max_concurrency=32,
-        retry=RetryPolicy(timeout=0.2, max_retries=2, base_delay=0.001, max_delay=0.005, max_retry_after=0.01),
+        retry=RetryPolicy(timeout=0.2, budget=0.3, base_delay=0.001, max_delay=0.005, max_retry_after=0.01),
         breaker=CircuitBreaker(failure_threshold=10_000),
         fallback="distinct",
     )
@@ -256,24 +346,57 @@ def test_fault_injection_200_groups():
     assert all(r.labels == [0, 1, 0, 100] for r in judged)
     assert all(r.labels == [0, 1, 2, 3] for r in fell_back)
     assert stats.get("fallback/distinct", 0) == len(fell_back)
-    assert stats["calls"] == len(judged) + stats["retries"] + len(fell_back)  # each gave up group: 1 + 2 retries
+    # every request is a group's first ask, a retry of a service failure, or a corrective turn
+    assert stats["calls"] == 200 + stats["retries"] + stats["corrective_turns"]
+    assert step_metrics(stats, [])["fallback_frac"] == len(fell_back) / 200
+
+
+def test_breaker_opens_on_service_failures_only_and_probes():
+    now = [0.0]
+    breaker = CircuitBreaker(failure_threshold=3, first_probe=1.0, probe_interval=5.0, clock=lambda: now[0])
+    tickets = [breaker.try_admit() for _ in range(8)]  # 8 requests in flight
+    for ticket in tickets[:3]:
+        breaker.record(ticket, answered=False)
+    assert breaker.state == "open" and breaker.next_probe_at == 1.0 and breaker.try_admit() is None
+    now[0] = 0.9
+    for ticket in tickets[3:]:  # sent before it opened: their failures do not restart its clock
+        breaker.record(ticket, answered=False)
+    assert breaker.next_probe_at == 1.0
+    now[0] = 1.0
+    probe = breaker.try_admit()
+    assert probe.probe and breaker.try_admit() is None  # one probe at a time
+    breaker.record(probe, answered=False)
+    assert breaker.next_probe_at == 3.0  # then 2 s, 4 s, at most probe_interval
+    now[0] = 3.0
+    probe = breaker.try_admit()
+    breaker.record(probe, answered=False)
+    assert breaker.next_probe_at == 3.0 + 4.0
+    now[0] = 7.0
+    breaker.record(breaker.try_admit(), answered=True)  # an answer of any kind closes it
+    assert breaker.state == "closed" and breaker.try_admit() is not None
+    healthy = CircuitBreaker(failure_threshold=3)
+    for _ in range(100):  # invalid answers and 4xx are answers
+        healthy.record(healthy.try_admit(), answered=True)
+    assert healthy.state == "closed" and healthy.times_opened == 0
 
 
 def test_circuit_breaker_stops_hammering_a_dead_api_and_recovers():
-    now = [0.0]
-    breaker = CircuitBreaker(failure_threshold=3, reset_seconds=60, clock=lambda: now[0])
-    script = Script([500] * 1000, reply=openai_reply)
+    breaker = CircuitBreaker(failure_threshold=3, first_probe=0.2, probe_interval=0.4)
+    script = Script([500] * 10_000, reply=openai_reply)
+    policy = RetryPolicy(timeout=0.5, budget=1.0, base_delay=0.001, max_delay=0.01)
     judge = OpenAICompatibleJudge(
-        "http://x/v1", "m", transport=httpx2.MockTransport(script), retry=FAST, breaker=breaker, max_concurrency=1
+        "http://x/v1", "m", transport=httpx2.MockTransport(script), retry=policy, breaker=breaker
     )
     start = time.perf_counter()
-    results = judge.judge_groups([(PROBLEM, COMPLETIONS)] * 50)
-    assert time.perf_counter() - start < 2
+    results = judge.judge_groups([(f"{PROBLEM} #{g}", COMPLETIONS) for g in range(50)])
+    elapsed = time.perf_counter() - start
+    assert elapsed < 2.5, elapsed  # the groups wait out the outage together, not one after another
     assert all(r.fallback == "distinct" for r in results)
-    assert script.calls == 3 and breaker.state == "open"
-    assert judge.pop_stats()["circuit_open"] == 49
+    stats = judge.pop_stats()
+    assert script.calls < 20 and stats["probes"] >= 2 and breaker.state == "open", (script.calls, stats)
+    assert stats["circuit_open"] + stats["server_errors"] >= 50
     script.actions = []  # the service comes back
-    now[0] = 61.0
+    time.sleep(0.4)
     assert judge.cluster_groups([(PROBLEM, COMPLETIONS)]) == [[0, 1, 0, 100]]
     assert breaker.state == "closed"
 
@@ -293,13 +416,33 @@ def test_concurrency_128_groups_at_32_take_about_4_latencies():
     latency = 0.2
     script = Script([], reply=openai_reply, latency=latency)
     judge = OpenAICompatibleJudge(
-        "http://x/v1", "m", transport=httpx2.MockTransport(script), max_concurrency=32, retry=FAST
+        "http://x/v1", "m", transport=httpx2.MockTransport(script), max_concurrency=32, initial_concurrency=32
     )
     start = time.perf_counter()
     labels = judge.cluster_groups([(f"{PROBLEM} #{g}", COMPLETIONS) for g in range(128)])
     elapsed = time.perf_counter() - start
     assert len(labels) == 128 and script.calls == 128
     assert 4 * latency <= elapsed < 4 * latency * 1.5 + 0.3, elapsed
+
+
+def test_concurrency_adapts_to_a_server_that_keeps_up_and_halves_on_overload():
+    limiter = AdaptiveConcurrency(maximum=32, initial=8)
+    for _ in range(600):  # +1/limit per answer: about +1 per round trip
+        limiter.in_flight += 1
+        limiter.release(sent_at=0.0, overload=False)
+    assert limiter.limit == 32
+    now = limiter.clock()
+    for _ in range(3):  # three timeouts of one round trip: one decrease
+        limiter.in_flight += 1
+        limiter.release(sent_at=now, overload=True)
+    assert limiter.limit == 16
+    limiter.in_flight += 1
+    limiter.release(sent_at=limiter.clock() + 1, overload=True)  # sent after the decrease: another
+    assert limiter.limit == 8
+    for _ in range(10):
+        limiter.in_flight += 1
+        limiter.release(sent_at=limiter.clock() + 1, overload=True)
+    assert limiter.limit == 1 and limiter.in_flight == 0
 
 
 # Cache
@@ -341,3 +484,63 @@ def test_cache_is_safe_with_several_processes(tmp_path):
     assert all(p.exitcode == 0 for p in workers)
     cache = JudgeCache(tmp_path)
     assert len(cache) == 600 and cache.get("2-199") == [2, 199]
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("judge_timeout", 0, "judge_timeout must be positive"),
+        ("judge_connect_timeout", -1, "judge_connect_timeout must be positive"),
+        ("judge_retry_budget", -5, "judge_retry_budget must be non-negative"),
+        ("judge_max_concurrency", 0, "judge_max_concurrency must be at least 1"),
+        ("judge_initial_concurrency", 0, "judge_initial_concurrency must be at least 1"),
+        ("judge_max_tokens", 0, "judge_max_tokens must be at least 1"),
+        ("judge_temperature", -0.1, "judge_temperature must be within"),
+        ("judge_structured_output", "grammar", "judge_structured_output must be one of"),
+        ("judge_max_fallback_frac", 1.5, "judge_max_fallback_frac must be within"),
+        ("judge_fallback_patience", 0, "judge_fallback_patience must be at least 1"),
+        ("judge_extra_body", "{not json", "judge_extra_body is not JSON"),
+        ("judge_extra_body", "[1, 2]", "judge_extra_body must be a mapping"),
+        ("judge_base_url", "localhost:8000/v1", "is not an http"),
+    ],
+)
+def test_judge_settings_are_checked(tmp_path, field, value, message):
+    from poly_epo_trl import PolyEPOConfig
+
+    with pytest.raises(ValueError, match=message):
+        PolyEPOConfig(output_dir=str(tmp_path), report_to="none", use_cpu=True, **{field: value})
+
+
+def test_judge_settings_reach_the_judge(tmp_path):
+    from poly_epo_trl import PolyEPOConfig
+
+    config = PolyEPOConfig(
+        output_dir=str(tmp_path),
+        report_to="none",
+        use_cpu=True,
+        judge="openai",
+        judge_base_url="http://host:1/api/v1",
+        judge_model="org/judge",
+        judge_max_tokens=200,
+        judge_temperature=0.3,
+        judge_extra_body='{"chat_template_kwargs": {"enable_thinking": false}}',
+        judge_retry_budget=30,
+        judge_initial_concurrency=2,
+        judge_max_concurrency=4,
+    )
+    judge = resolve_judge(config.judge, **config.judge_options())
+    assert (judge.base_url, judge.model, judge.max_tokens, judge.temperature) == (
+        "http://host:1/api/v1",
+        "org/judge",
+        200,
+        0.3,
+    )
+    assert judge.extra_body == {"chat_template_kwargs": {"enable_thinking": False}}
+    assert judge.retry.budget == 30 and judge.limiter.limit == 2 and judge.limiter.maximum == 4
+
+
+def test_math_template_calls_repetition_degenerate():
+    text = JudgeTemplate.load("math").render(PROBLEM, COMPLETIONS)
+    assert "excessive repetition" in text and "boxed answer repeated many times" in text
+    for kind in ("bare answer", "gibberish", "code instead of reasoning", "repeats the same boxed answer"):
+        assert f'"strategy": "{kind}' in text

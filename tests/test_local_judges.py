@@ -12,7 +12,7 @@ COMPLETIONS = ["12 * 3 = 36, so \\boxed{36}", "3 * 12 = 30 + 6 = 36", "\\boxed{3
 
 def test_tiny_model_garbage_takes_the_invalid_answer_path(tmp_path):
     directory = save_tiny_model(tmp_path / "tiny")
-    judge = TransformersJudge(str(directory), max_tokens=8, retry=RetryPolicy(timeout=60, max_retries=1))
+    judge = TransformersJudge(str(directory), max_tokens=8, retry=RetryPolicy(timeout=60, budget=0))
     [result] = judge.judge_groups([(PROBLEM, COMPLETIONS)])
     assert result.fallback == "distinct" and result.labels == [0, 1, 2, 3]
     stats = judge.pop_stats()
@@ -22,15 +22,15 @@ def test_tiny_model_garbage_takes_the_invalid_answer_path(tmp_path):
 def test_smollm2_real_prompt_round_trip():
     """A real instruct model reads the math template and answers; small models often break the JSON, which must
     end in ids or the fallback, never an exception."""
-    judge = resolve_judge("transformers:smollm2", retry=RetryPolicy(timeout=300, max_retries=0), max_tokens=96)
+    judge = resolve_judge("transformers:smollm2", retry=RetryPolicy(timeout=300, budget=0), max_tokens=96)
     assert judge.tokenizer.chat_template
     [result] = judge.judge_groups([(PROBLEM, COMPLETIONS)])
     stats = judge.pop_stats()
-    assert stats["calls"] == 1
+    assert stats["calls"] == 1 + stats.get("corrective_turns", 0)  # an invalid answer is re-asked once
     if result.fallback is None:
         assert len(result.labels) == 4
     else:
-        assert result.fallback == "distinct" and stats["invalid_answers"] == 1
+        assert result.fallback == "distinct" and stats["invalid_answers"] == 2
 
 
 def test_average_linkage():

@@ -72,6 +72,8 @@ def test_every_recipe_validates(recipe_path, tmp_path, judge_url, monkeypatch):
     if str(recipe.get("judge", "")).startswith("openai:"):
         model = recipe["judge"].split("/v1/", 1)[1]
         argv += ["--judge", f"openai:{judge_url}/{model}"]
+    if recipe.get("judge_base_url"):
+        argv += ["--judge_base_url", judge_url]
     parts = main(argv)
     row = parts["train_dataset"][0]
     assert row["prompt"]
@@ -176,8 +178,9 @@ def test_bad_input_stops_before_training(tmp_path, capsys, monkeypatch):
     assert "no column 'question'" in err and "['problem']" in err
     assert "Unknown reward 'maths'" in run_cli([*CPU, "--reward_funcs", "maths"], capsys)
     assert "trainer='ppo'" in run_cli([*CPU, "--trainer", "ppo"], capsys)
-    err = run_cli([*CPU, "--judge", "openai:http://127.0.0.1:9/v1/judge-model", "--judge_timeout", "2"], capsys)
-    assert "did not answer a probe group" in err and "Start its server" in err
+    err = run_cli([*CPU, "--judge", "openai:http://127.0.0.1:9/v1/judge-model", "--judge_retry_budget", "1"], capsys)
+    assert "did not answer a probe group" in err and "start the judge server" in err
+    assert "http://127.0.0.1:9/v1" in err
     assert "no such file" in run_cli([*CPU, "--dataset_name", "missing.jsonl"], capsys)
     assert "set eval_steps" in run_cli([*CPU, "--eval_dataset_name", "builtin:sum_pair"], capsys)
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -20,12 +19,29 @@ from .base import (
     JudgeResult,
     normalize_labels,
     run_coroutine,
+    step_metrics,
 )
 from .cache import JudgeCache
-from .errors import CircuitOpen, FatalJudgeError, InvalidAnswer, JudgeError, JudgeTimeout, RateLimited, RetryableError
-from .llm import AnthropicJudge, LMJudge, OpenAICompatibleJudge, TransformersJudge
-from .prompts import JudgeTemplate, extract_json, parse_cluster_ids
-from .resilience import CircuitBreaker, RetryPolicy
+from .claude import AnthropicJudge
+from .errors import (
+    CircuitOpen,
+    ConnectFailed,
+    FatalJudgeError,
+    GroupError,
+    InvalidAnswer,
+    JudgeError,
+    JudgeFailing,
+    JudgeTimeout,
+    RateLimited,
+    RequestRejected,
+    ServerError,
+    ServiceError,
+)
+from .llm import STRUCTURED_OUTPUTS, LMJudge, Reply
+from .local_lm import TransformersJudge
+from .openai_server import OpenAICompatibleJudge, redact_url, split_base_url
+from .prompts import JudgeTemplate, answer_schema, extract_json, parse_cluster_ids
+from .resilience import AdaptiveConcurrency, CircuitBreaker, RetryPolicy
 
 JUDGE_SPECS = (
     "answer[:boxed|last_number|text]",
@@ -33,10 +49,10 @@ JUDGE_SPECS = (
     "embedding[:<path>]",
     "anthropic[:<model>]",
     "openai:<base_url>/<model>",
+    "openai (with judge_base_url and judge_model)",
     "transformers:<path>|smollm2",
     "python:<module>:<function>",
 )
-_OPENAI = re.compile(r"^(https?://[^/]+(?:/v\d+)?)/(.+)$")
 
 
 def smollm2_path() -> str:
@@ -68,7 +84,25 @@ def smollm2_path() -> str:
     return str(target)
 
 
-def _one_judge(spec: str, common: dict[str, Any], lm: dict[str, Any]) -> ClusteringJudge:
+def _openai_judge(arg: str, server: dict[str, Any], common: dict[str, Any], lm: dict[str, Any]) -> ClusteringJudge:
+    """``openai:<base_url>/<model>``, ``openai:<base_url>`` with ``server["model"]``, or ``openai`` with
+    ``server["base_url"]`` (and ``server["model"]``, else the server's only model)."""
+    options = {key: value for key, value in server.items() if key not in ("base_url", "model")}
+    base_url, model = server.get("base_url"), server.get("model")
+    if arg and base_url:
+        raise ValueError(
+            f"the URL is given twice (in the spec and judge_base_url={redact_url(base_url)!r}): keep one."
+        )
+    if not arg and not base_url:
+        raise ValueError("'openai' needs the server: set judge_base_url (e.g. http://127.0.0.1:8000/v1).")
+    if arg and model is None:
+        base_url, model = split_base_url(arg)
+    elif arg:
+        base_url = arg
+    return OpenAICompatibleJudge(base_url, model, **options, **common, **lm)
+
+
+def _one_judge(spec: str, common: dict[str, Any], lm: dict[str, Any], server: dict[str, Any]) -> ClusteringJudge:
     kind, _, arg = spec.strip().partition(":")
     if kind == "answer":
         return AnswerJudge(mode=arg or "auto", **common)
@@ -83,10 +117,7 @@ def _one_judge(spec: str, common: dict[str, Any], lm: dict[str, Any]) -> Cluster
     if kind == "anthropic":
         return AnthropicJudge(**({"model": arg} if arg else {}), **common, **lm)
     if kind == "openai":
-        match = _OPENAI.match(arg)
-        if match is None:
-            raise ValueError(f"Judge spec {spec!r}: use 'openai:http://host:port/v1/<model>'.")
-        return OpenAICompatibleJudge(match.group(1), match.group(2), **common, **lm)
+        return _openai_judge(arg, server, common, lm)
     if kind == "transformers":
         if not arg:
             raise ValueError(
@@ -102,18 +133,20 @@ def resolve_judge(
     max_concurrency: int = 32,
     degenerate_cluster_id: int = 100,
     fallback: str | None = None,
+    server: dict[str, Any] | None = None,
     **lm_options: Any,
 ) -> ClusteringJudge:
     """A judge object, a plain callable ``judge(prompt, completions)``, or a spec string.
 
     Specs: see ``JUDGE_SPECS``; ``"a,b"`` tries judge a, then b for the groups a fails on. ``fallback`` applies
-    when every judge of the chain failed; ``lm_options`` (template, cache_dir, retry, ...) go to language-model
-    judges only."""
+    when every judge of the chain failed; ``lm_options`` (template, cache_dir, retry, max_tokens, temperature,
+    structured_output, ...) go to language-model judges only, ``server`` (base_url, model, api_key_env,
+    extra_body, stream) to the OpenAI-compatible one only."""
     common = {"max_concurrency": max_concurrency, "degenerate_cluster_id": degenerate_cluster_id}
     if isinstance(judge, ClusteringJudge):
         return judge
     if isinstance(judge, str):
-        judges = [_one_judge(part, common, lm_options) for part in judge.split(",") if part.strip()]
+        judges = [_one_judge(part, common, lm_options, server or {}) for part in judge.split(",") if part.strip()]
         if not judges:
             raise ValueError("The judge spec is empty.")
         first = judges[0]
@@ -129,32 +162,44 @@ def resolve_judge(
 __all__ = [
     "FALLBACKS",
     "JUDGE_SPECS",
+    "STRUCTURED_OUTPUTS",
+    "AdaptiveConcurrency",
     "AnswerJudge",
     "AnthropicJudge",
     "CallableJudge",
     "CircuitBreaker",
     "CircuitOpen",
     "ClusteringJudge",
+    "ConnectFailed",
     "DistinctJudge",
     "FatalJudgeError",
+    "GroupError",
     "InvalidAnswer",
     "JudgeCache",
     "JudgeError",
+    "JudgeFailing",
     "JudgeResult",
     "JudgeTemplate",
     "JudgeTimeout",
     "LMJudge",
     "OpenAICompatibleJudge",
     "RateLimited",
+    "Reply",
+    "RequestRejected",
     "RetryPolicy",
-    "RetryableError",
+    "ServerError",
+    "ServiceError",
     "TransformersJudge",
+    "answer_schema",
     "extract_json",
     "final_answer",
     "last_boxed",
     "normalize_labels",
     "parse_cluster_ids",
+    "redact_url",
     "resolve_judge",
     "run_coroutine",
     "smollm2_path",
+    "split_base_url",
+    "step_metrics",
 ]

@@ -55,16 +55,20 @@ def run_coroutine(coro: Coroutine[Any, Any, T]) -> T:
 
 
 FALLBACKS = ("distinct", "grpo", "skip", "raise")
+FALLBACK_WARNING_SECONDS = 60.0
+ALWAYS_LOGGED = ("invalid_answers", "retries")
 
 
 @dataclass
 class JudgeResult:
     """One group's verdict. ``fallback`` is None when a judge answered; otherwise "distinct" (``labels`` gives every
-    completion its own cluster), "grpo" or "skip" (no labels: the trainer uses Dr.GRPO's advantage, or 0)."""
+    completion its own cluster), "grpo" or "skip" (no labels: the trainer uses Dr.GRPO's advantage, or 0), and
+    ``cause`` says why."""
 
     labels: list[int] | None
     judge: str
     fallback: str | None = None
+    cause: str | None = None
 
 
 class ClusteringJudge:
@@ -94,7 +98,10 @@ class ClusteringJudge:
         self.fallback = fallback
         self.chain = list(chain)
         self.stats: Counter[str] = Counter()
+        self.latencies: list[float] = []
+        self.last_failure: str | None = None
         self._warned: set[type] = set()
+        self._fallback_warning = RateLimitedWarning(FALLBACK_WARNING_SECONDS)
 
     async def acluster(self, prompt: str, completions: list[str]) -> list[int]:
         raise NotImplementedError
@@ -116,13 +123,29 @@ class ClusteringJudge:
                 self.stats.update({f"{judge.name}/{k}": v for k, v in judge.pop_stats().items()})
             return JudgeResult(labels, judge.name)
         if self.fallback == "raise":
-            raise JudgeError(f"{self.name} could not judge a group: {last_error}") from last_error
+            raise JudgeError(f"{self.where()} could not judge a group: {last_error}") from last_error
         self.stats[f"fallback/{self.fallback}"] += 1
+        self.last_failure = str(last_error)
+        self._fallback_warning(
+            lambda suppressed: logger.warning(
+                "%s: a group fell back to %r%s. Cause: %s. judge/fallback_frac tracks this per step; the run stops "
+                "when it stays above judge_max_fallback_frac for judge_fallback_patience steps.",
+                self.where(),
+                self.fallback,
+                f" ({suppressed} more since the last warning)" if suppressed else "",
+                last_error,
+            )
+        )
         labels = list(range(len(completions))) if self.fallback == "distinct" else None
-        return JudgeResult(labels, self.name, self.fallback)
+        return JudgeResult(labels, self.name, self.fallback, self.last_failure)
+
+    def group_concurrency(self) -> int:
+        """Groups judged at once. Judges that call a service start every group at once and bound the requests in
+        flight themselves, so that during an outage all groups wait it out together rather than in turns."""
+        return self.max_concurrency
 
     async def ajudge_groups(self, groups: Sequence[Group]) -> list[JudgeResult]:
-        semaphore = asyncio.Semaphore(self.max_concurrency)
+        semaphore = asyncio.Semaphore(self.group_concurrency())
 
         async def one(prompt: str, completions: Sequence[str]) -> JudgeResult:
             async with semaphore:
@@ -147,6 +170,10 @@ class ClusteringJudge:
     def __call__(self, prompt: str, completions: list[str]) -> list[int] | None:
         return self.cluster_groups([(prompt, completions)])[0]
 
+    def where(self) -> str:
+        """The judge as named in warnings and errors."""
+        return f"the {self.name} judge"
+
     def check_labels(self, labels: Sequence[int], expected: int) -> list[int]:
         if len(labels) != expected or not all(isinstance(x, int) and not isinstance(x, bool) for x in labels):
             raise ValueError(f"{self.name} returned {labels!r}: expected {expected} integer cluster ids.")
@@ -155,6 +182,56 @@ class ClusteringJudge:
     def pop_stats(self) -> dict[str, float]:
         stats, self.stats = dict(self.stats), Counter()
         return stats
+
+    def pop_latencies(self) -> list[float]:
+        """Seconds from sending to the end of the reply of each answered request since the last call."""
+        latencies, self.latencies = self.latencies, []
+        return latencies
+
+
+class RateLimitedWarning:
+    """Calls ``emit(suppressed)`` at most once per ``seconds``; ``suppressed`` counts the calls skipped since."""
+
+    def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.seconds = seconds
+        self.clock = clock
+        self.last: float | None = None
+        self.suppressed = 0
+
+    def __call__(self, emit: Callable[[int], None]) -> None:
+        now = self.clock()
+        if self.last is not None and now - self.last < self.seconds:
+            self.suppressed += 1
+            return
+        emit(self.suppressed)
+        self.last, self.suppressed = now, 0
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The q-th percentile (0..100) by linear interpolation; NaN for no values."""
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    position = (len(ordered) - 1) * q / 100
+    low = int(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def step_metrics(stats: dict[str, float], latencies: Sequence[float]) -> dict[str, float]:
+    """One step's judge metrics from summed counters and all request latencies: every counter, plus
+    ``fallback_frac`` (groups that fell back / groups judged), ``latency_p50`` / ``latency_p95``, and zeros for the
+    counters a dashboard should always show."""
+    metrics = {name: float(value) for name, value in stats.items() if name != "seconds"}
+    groups = stats.get("groups", 0)
+    fell_back = sum(value for name, value in stats.items() if name.startswith("fallback/"))
+    metrics["fallback_frac"] = fell_back / groups if groups else 0.0
+    for name in ALWAYS_LOGGED:
+        metrics.setdefault(name, 0.0)
+    if latencies:
+        metrics["latency_p50"] = percentile(latencies, 50)
+        metrics["latency_p95"] = percentile(latencies, 95)
+    return metrics
 
 
 class CallableJudge(ClusteringJudge):

@@ -62,22 +62,76 @@ def extract_json(text: str) -> object:
     raise InvalidAnswer(f"no JSON object in the reply: {text[:200]!r}")
 
 
+def _as_id(value: object) -> int | None:
+    """An integer id, also from harmless variants: a numeric string ("2") or an integral float (2.0)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value.strip())
+    return None
+
+
 def parse_cluster_ids(text: str, num_completions: int) -> list[int]:
-    """Exactly one integer ``cluster_id`` per key "1".."N" (a bare integer value is accepted too)."""
+    """Exactly one integer ``cluster_id`` per key "1".."N" (a bare id as the value is accepted too; ids may be
+    numeric strings or integral floats)."""
     answer = extract_json(text)
     if not isinstance(answer, dict):
         raise InvalidAnswer(f"the reply's JSON is a {type(answer).__name__}, not an object")
+    answer = {str(key).strip(): value for key, value in answer.items()}
     expected = {str(i) for i in range(1, num_completions + 1)}
     if set(answer) != expected:
-        raise InvalidAnswer(f"keys {sorted(answer)} instead of 1..{num_completions}")
+        raise InvalidAnswer(f'keys {sorted(answer, key=str)} instead of "1" to "{num_completions}"')
     ids = []
     for key in sorted(expected, key=int):
         value = answer[key]
-        cluster_id = value.get("cluster_id") if isinstance(value, dict) else value
-        if not isinstance(cluster_id, int) or isinstance(cluster_id, bool):
-            raise InvalidAnswer(f"answer {key}: cluster_id {cluster_id!r} is not an integer")
+        raw = value.get("cluster_id") if isinstance(value, dict) else value
+        cluster_id = _as_id(raw)
+        if cluster_id is None:
+            raise InvalidAnswer(f"answer {key}: cluster_id {raw!r} is not an integer")
         ids.append(cluster_id)
     return ids
 
 
-__all__ = ["BUILTIN_TEMPLATES", "DEGENERATE_CLUSTER_ID", "JudgeTemplate", "extract_json", "parse_cluster_ids"]
+def answer_schema(num_completions: int, max_strategy_chars: int | None = 200) -> dict:
+    """The JSON schema of a valid answer: keys "1".."N", each {"strategy": str, "cluster_id": int}, nothing else.
+    Given to servers with structured output, it makes invalid answers rare (a grammar forces the shape)."""
+    strategy: dict = {"type": "string"}
+    if max_strategy_chars is not None:
+        strategy["maxLength"] = max_strategy_chars
+    item = {
+        "type": "object",
+        "properties": {"strategy": strategy, "cluster_id": {"type": "integer"}},
+        "required": ["strategy", "cluster_id"],
+        "additionalProperties": False,
+    }
+    keys = [str(i) for i in range(1, num_completions + 1)]
+    return {
+        "type": "object",
+        "properties": {key: item for key in keys},
+        "required": keys,
+        "additionalProperties": False,
+    }
+
+
+def correction(error: Exception, num_completions: int) -> str:
+    """The corrective turn after an invalid answer: what was wrong, and the expected shape again."""
+    return (
+        f"Your reply could not be used: {error}. Reply again with one JSON object and nothing else, with exactly "
+        f'the keys "1" to "{num_completions}"; each value is an object with "strategy" (a few words) and '
+        f'"cluster_id" (an integer: 100 for a degenerate answer, otherwise 1, 2, 3, ...).'
+    )
+
+
+__all__ = [
+    "BUILTIN_TEMPLATES",
+    "DEGENERATE_CLUSTER_ID",
+    "JudgeTemplate",
+    "answer_schema",
+    "correction",
+    "extract_json",
+    "parse_cluster_ids",
+]

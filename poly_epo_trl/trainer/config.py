@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
 
 from trl import GRPOConfig
 
 from ..advantages import BUILTIN_OBJECTIVES, DEGENERATE_CLUSTER_ID, ESTIMATORS, REDUCTIONS
 from ..importing import import_callable
 from ..judges.base import FALLBACKS
+from ..judges.llm import STRUCTURED_OUTPUTS
+from ..judges.openai_server import redact_url
 from ..judges.prompts import BUILTIN_TEMPLATES
 from ..judges.resilience import RetryPolicy
 
@@ -95,11 +100,31 @@ class PolyEPOConfig(GRPOConfig):
         default=None,
         metadata={
             "help": "Clustering judge spec, used when no judge object is passed to the trainer: 'answer[:<mode>]', "
-            "'distinct', 'embedding[:<path>]', 'anthropic[:<model>]', 'openai:<base_url>/<model>', "
-            "'transformers:<path>' or 'transformers:smollm2'; 'a,b' falls back from judge a to judge b."
+            "'distinct', 'embedding[:<path>]', 'anthropic[:<model>]', 'openai:<base_url>/<model>' (split after the "
+            "last /v1-like segment), 'openai' with judge_base_url and judge_model, 'transformers:<path>' or "
+            "'transformers:smollm2'; 'a,b' falls back from judge a to judge b."
         },
     )
-    judge_max_concurrency: int = field(default=32, metadata={"help": "Groups judged concurrently per process."})
+    judge_base_url: str | None = field(
+        default=None,
+        metadata={"help": "With judge: openai, the server's API root, e.g. 'http://127.0.0.1:8000/v1'."},
+    )
+    judge_model: str | None = field(
+        default=None,
+        metadata={"help": "The judge server's model id (default with judge: openai: the only model it serves)."},
+    )
+    judge_api_key_env: str = field(
+        default="OPENAI_API_KEY",
+        metadata={"help": "Environment variable holding the judge server's API key, if it needs one."},
+    )
+    judge_max_concurrency: int = field(
+        default=32,
+        metadata={"help": "Most judge requests in flight per process; the limit adapts to the server below this."},
+    )
+    judge_initial_concurrency: int = field(
+        default=8,
+        metadata={"help": "Judge requests in flight at first, before the limit adapts to the server."},
+    )
     judge_fallback: str = field(
         default="distinct",
         metadata={
@@ -107,6 +132,17 @@ class PolyEPOConfig(GRPOConfig):
             "cluster, the authors' behaviour), 'grpo' (Dr.GRPO advantage for that group), 'skip' (advantage 0) or "
             "'raise' (stop training)."
         },
+    )
+    judge_max_fallback_frac: float = field(
+        default=0.5,
+        metadata={
+            "help": "Stop the run when more than this fraction of a step's groups fell back, judge_fallback_patience "
+            "steps in a row (1 never stops)."
+        },
+    )
+    judge_fallback_patience: int = field(
+        default=3,
+        metadata={"help": "Consecutive steps above judge_max_fallback_frac before the run stops."},
     )
     judge_template: str = field(
         default="math",
@@ -116,8 +152,42 @@ class PolyEPOConfig(GRPOConfig):
         default=None,
         metadata={"help": "Directory of the on-disk judge cache (shared by processes, reused on resume)."},
     )
-    judge_timeout: float = field(default=60.0, metadata={"help": "Seconds per judge call before it is retried."})
-    judge_max_retries: int = field(default=4, metadata={"help": "Retries per group after the first judge call."})
+    judge_max_tokens: int = field(default=1024, metadata={"help": "Most tokens in a judge's answer."})
+    judge_temperature: float = field(
+        default=0.0,
+        metadata={"help": "Sampling temperature of the judge (OpenAI-compatible and local judges; 0 is greedy)."},
+    )
+    judge_structured_output: str = field(
+        default="json_schema",
+        metadata={
+            "help": "How to ask the judge server for the answer's JSON schema: 'json_schema' (response_format; vLLM, "
+            "SGLang, llama.cpp, OpenAI, Claude), 'guided_json' (older vLLM), 'json_object' or 'none'. A server that "
+            "rejects it is asked without it."
+        },
+    )
+    judge_extra_body: dict[str, Any] | str | None = field(
+        default=None,
+        metadata={
+            "help": "Extra fields of every judge request (OpenAI-compatible servers), merged last, as a mapping or "
+            'JSON: e.g. {"chat_template_kwargs": {"enable_thinking": false}}.'
+        },
+    )
+    judge_stream: bool = field(
+        default=True,
+        metadata={"help": "Stream judge replies, so a request given up on is aborted on the server."},
+    )
+    judge_timeout: float = field(
+        default=120.0,
+        metadata={"help": "Seconds from sending a judge request to the end of its reply (queueing included)."},
+    )
+    judge_connect_timeout: float = field(default=5.0, metadata={"help": "Seconds to connect to the judge server."})
+    judge_retry_budget: float = field(
+        default=120.0,
+        metadata={
+            "help": "Seconds a group keeps retrying a failing judge service (long enough for a server restart) "
+            "before it falls back."
+        },
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -163,21 +233,68 @@ class PolyEPOConfig(GRPOConfig):
             )
         if self.diversity_coef < 0:
             raise ValueError(f"diversity_coef must be non-negative, got {self.diversity_coef}.")
+        self.validate_judge()
+
+    def validate_judge(self) -> None:
         if self.judge_fallback not in FALLBACKS:
             raise ValueError(f"judge_fallback must be one of {FALLBACKS}, got {self.judge_fallback!r}.")
-        if self.judge_timeout <= 0 or self.judge_max_retries < 0:
-            raise ValueError("judge_timeout must be positive and judge_max_retries non-negative.")
+        for name in ("judge_timeout", "judge_connect_timeout"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be positive seconds, got {getattr(self, name)}.")
+        if not self.judge_retry_budget >= 0:
+            raise ValueError(f"judge_retry_budget must be non-negative seconds, got {self.judge_retry_budget}.")
         if self.judge_template not in BUILTIN_TEMPLATES and not Path(self.judge_template).is_file():
             raise ValueError(
                 f"judge_template={self.judge_template!r} is neither one of {BUILTIN_TEMPLATES} nor an existing file."
             )
-        if self.judge_max_concurrency < 1:
-            raise ValueError(f"judge_max_concurrency must be at least 1, got {self.judge_max_concurrency}.")
+        for name in ("judge_max_concurrency", "judge_initial_concurrency", "judge_max_tokens"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}.")
+        if not 0 <= self.judge_temperature <= 2:
+            raise ValueError(f"judge_temperature must be within [0, 2], got {self.judge_temperature}.")
+        if self.judge_structured_output not in STRUCTURED_OUTPUTS:
+            raise ValueError(
+                f"judge_structured_output must be one of {STRUCTURED_OUTPUTS}, got {self.judge_structured_output!r}."
+            )
+        if not 0 <= self.judge_max_fallback_frac <= 1:
+            raise ValueError(f"judge_max_fallback_frac must be within [0, 1], got {self.judge_max_fallback_frac}.")
+        if self.judge_fallback_patience < 1:
+            raise ValueError(f"judge_fallback_patience must be at least 1 step, got {self.judge_fallback_patience}.")
+        if isinstance(self.judge_extra_body, str):
+            try:
+                self.judge_extra_body = json.loads(self.judge_extra_body)
+            except ValueError as error:
+                raise ValueError(f"judge_extra_body is not JSON ({error}): give a mapping.") from None
+        if self.judge_extra_body is not None and not isinstance(self.judge_extra_body, dict):
+            raise ValueError(f"judge_extra_body must be a mapping of request fields, got {self.judge_extra_body!r}.")
+        if self.judge_base_url is not None:
+            parts = urlsplit(self.judge_base_url)
+            if parts.scheme not in ("http", "https") or not parts.netloc:
+                raise ValueError(
+                    f"judge_base_url={redact_url(self.judge_base_url)!r} is not an http(s) URL like "
+                    "http://127.0.0.1:8000/v1."
+                )
 
-    def judge_lm_options(self) -> dict:
-        """Options for language-model judges built from the ``judge`` spec."""
+    def judge_options(self) -> dict[str, Any]:
+        """Keyword arguments of ``resolve_judge`` for the ``judge`` spec."""
         return {
+            "max_concurrency": self.judge_max_concurrency,
+            "degenerate_cluster_id": self.degenerate_cluster_id,
+            "fallback": self.judge_fallback,
+            "server": {
+                "base_url": self.judge_base_url,
+                "model": self.judge_model,
+                "api_key_env": self.judge_api_key_env,
+                "extra_body": self.judge_extra_body,
+                "stream": self.judge_stream,
+            },
             "template": self.judge_template,
             "cache_dir": self.judge_cache_dir,
-            "retry": RetryPolicy(timeout=self.judge_timeout, max_retries=self.judge_max_retries),
+            "max_tokens": self.judge_max_tokens,
+            "temperature": self.judge_temperature,
+            "structured_output": self.judge_structured_output,
+            "initial_concurrency": self.judge_initial_concurrency,
+            "retry": RetryPolicy(
+                timeout=self.judge_timeout, connect_timeout=self.judge_connect_timeout, budget=self.judge_retry_budget
+            ),
         }

@@ -18,7 +18,7 @@ from trl import GRPOTrainer
 
 from ..advantages import diversity_bonus, group_relative_advantages, marginal_set_advantages
 from ..evaluation.diversity import group_diversity_metrics
-from ..judges import ClusteringJudge, resolve_judge
+from ..judges import ClusteringJudge, JudgeFailing, resolve_judge, step_metrics
 from ..text import message_text, prompt_text
 from .config import PolyEPOConfig, load_objective
 
@@ -52,13 +52,8 @@ class _JudgedGroupsTrainer(GRPOTrainer):
                 f"{type(self).__name__} needs a clustering judge: pass judge=... (a ClusteringJudge, a function "
                 "judge(prompt, completions) -> list[int], or a spec such as 'answer') or set PolyEPOConfig.judge."
             )
-        self.judge: ClusteringJudge = resolve_judge(
-            judge,
-            max_concurrency=config.judge_max_concurrency,
-            degenerate_cluster_id=config.degenerate_cluster_id,
-            fallback=config.judge_fallback,
-            **config.judge_lm_options(),
-        )
+        self.judge: ClusteringJudge = resolve_judge(judge, **config.judge_options())
+        self._steps_over_fallback_frac = 0
         super().__init__(*args, **kwargs)
         self.last_set_batch: SetBatch | None = None
 
@@ -91,14 +86,38 @@ class _JudgedGroupsTrainer(GRPOTrainer):
         return cluster_ids.to(self.accelerator.device), fallbacks, all_prompts, all_completions
 
     def _log_judge_stats(self, mode: str, judge_seconds: float) -> None:
+        """Sum the judge's counters over processes, log ``judge/*`` (fallback_frac, invalid_answers, retries,
+        latency percentiles, token usage, ...), and stop training when too many groups keep falling back."""
         stats = self.judge.pop_stats()
+        stats.pop("seconds", None)
         # A process that owned no group has no stats: agree on the names first so every process gathers alike.
-        names = sorted(set(gather_object(sorted(set(stats) - {"seconds"}))))
-        counts = torch.tensor([stats.get(name, 0) for name in names] + [judge_seconds], device=self.accelerator.device)
+        names = sorted(set(gather_object(sorted(stats))))
+        counts = torch.tensor(
+            [float(stats.get(name, 0)) for name in names] + [judge_seconds], device=self.accelerator.device
+        )
         totals = self.accelerator.gather(counts.unsqueeze(0)).view(-1, len(names) + 1)
-        for i, name in enumerate(names):
-            self._metrics[mode][f"judge/{name}"].append(totals[:, i].sum().item())
+        summed = {name: totals[:, i].sum().item() for i, name in enumerate(names)}
+        latencies = gather_object(self.judge.pop_latencies())
+        causes = [cause for cause in gather_object([self.judge.last_failure]) if cause]
+        for name, value in step_metrics(summed, latencies).items():
+            self._metrics[mode][f"judge/{name}"].append(value)
         self._metrics[mode]["judge/seconds"].append(totals[:, -1].max().item())
+        if mode == "train":
+            self._check_fallback_frac(step_metrics(summed, [])["fallback_frac"], causes)
+
+    def _check_fallback_frac(self, fallback_frac: float, causes: list[str]) -> None:
+        """JudgeFailing after ``judge_fallback_patience`` steps in a row above ``judge_max_fallback_frac``. Every
+        process sees the same gathered numbers, so all of them stop together."""
+        limit, patience = self.args.judge_max_fallback_frac, self.args.judge_fallback_patience
+        self._steps_over_fallback_frac = self._steps_over_fallback_frac + 1 if fallback_frac > limit else 0
+        if limit < 1 and self._steps_over_fallback_frac >= patience:
+            last = causes[-1] if causes else "none recorded"
+            raise JudgeFailing(
+                f"{self.judge.where()} could not judge {fallback_frac:.0%} of the last step's groups, and more than "
+                f"judge_max_fallback_frac={limit:g} for {patience} steps in a row (judge_fallback_patience): training "
+                f"would run on {self.args.judge_fallback!r} fallbacks. Last cause: {last}. "
+                "Fix the judge and resume from the last checkpoint, or raise judge_max_fallback_frac (1 never stops)."
+            )
 
     def _judged_rewards(self, rewards_per_func: torch.Tensor, prompts: list, completions: list) -> SetBatch:
         """The gathered batch as groups: total reward [G, N] (NaN where no reward function scored the row), the

@@ -1,0 +1,314 @@
+"""The judge against a real server process (tests/judge_server.py on loopback): one slot, slow, invalid answers,
+4xx, a path prefix, killed mid-run and restarted on the same port, and a soak with injected transport failures."""
+
+import logging
+import socket
+import threading
+import time
+
+import pytest
+from judge_server import ServerProcess
+from tiny import save_tiny_model, toy_dataset
+
+from poly_epo_trl import PolyEPOConfig, PolyEPOTrainer
+from poly_epo_trl.judges import (
+    CircuitBreaker,
+    JudgeError,
+    JudgeFailing,
+    OpenAICompatibleJudge,
+    RetryPolicy,
+    resolve_judge,
+    step_metrics,
+)
+
+MODEL = "org/judge-1.5b"
+
+
+def groups(count: int, tag: str = "", size: int = 4) -> list[tuple[str, list[str]]]:
+    """Groups whose expected clustering is known: answers share a cluster when they share their boxed value."""
+    return [
+        (
+            f"Problem {tag}{g}: what is {g} + 1?",
+            [f"Step {i}: reasoning. \\boxed{{{(g + i) % 2}}}" for i in range(size)],
+        )
+        for g in range(count)
+    ]
+
+
+def expected(group: tuple[str, list[str]]) -> list[int]:
+    first = {}
+    return [first.setdefault(text.rsplit("{", 1)[1], len(first)) for text in group[1]]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def judge_for(server: ServerProcess, **kwargs) -> OpenAICompatibleJudge:
+    return OpenAICompatibleJudge(server.base_url, MODEL, **kwargs)
+
+
+def test_one_slot_server_judges_every_group():
+    """32 groups at a server that runs one request at a time: all judged, none waits past its timeout."""
+    with ServerProcess(slots=1, latency=0.05, model=MODEL) as server:
+        judge = judge_for(server)
+        batch = groups(32)
+        results = judge.judge_groups(batch)
+        assert [r.labels for r in results] == [expected(g) for g in batch]
+        stats = judge.pop_stats()
+        assert stats["calls"] == 32 and "fallback/distinct" not in stats
+        assert server.stats()["completed"] == 32 and server.stats()["structured"] == 32
+
+
+def test_concurrency_adapts_to_a_queue_the_client_cannot_see():
+    """A slow one-slot server and a timeout shorter than the queue 16 deep: timeouts halve the concurrency, the
+    timed-out requests are aborted on the server (not run for nobody), and every group is judged in the end."""
+    with ServerProcess(slots=1, latency=0.1, model=MODEL) as server:
+        policy = RetryPolicy(timeout=0.55, budget=60, base_delay=0.05, max_delay=0.5)
+        judge = judge_for(server, retry=policy, initial_concurrency=16, max_concurrency=32)
+        batch = groups(32)
+        results = judge.judge_groups(batch)
+        assert [r.labels for r in results] == [expected(g) for g in batch]
+        stats = judge.pop_stats()
+        assert stats["timeouts"] > 0 and judge.limiter.limit < 16
+        assert judge.breaker.times_opened == 0  # a slow server is not a dead one
+        time.sleep(0.3)
+        served = server.stats()
+        # most requests given up on were cancelled on the server; a few had finished as the client gave up
+        assert served["aborted"] >= 0.6 * stats["timeouts"], str((served, stats))
+        assert served["completed"] - 32 <= stats["timeouts"] - served["aborted"]
+
+
+def test_a_given_up_request_is_cancelled_on_the_server():
+    with ServerProcess(slots=1, latency=3.0, model=MODEL) as server:
+        judge = judge_for(server, retry=RetryPolicy(timeout=0.3, budget=0))
+        [result] = judge.judge_groups(groups(1))
+        assert result.fallback == "distinct"
+        time.sleep(0.3)
+        served = server.stats()
+        assert served["aborted"] == 1 and served.get("completed", 0) == 0 and served["waiting"] == 0
+
+
+def test_invalid_answers_never_open_the_breaker():
+    """20% invalid answers: each group is re-asked once and judged, or falls back alone; the breaker stays closed."""
+    with ServerProcess(slots=1, latency=0.005, invalid_frac=0.2, model=MODEL, seed=1) as server:
+        judge = judge_for(server, breaker=CircuitBreaker(failure_threshold=3))
+        batch = groups(100)
+        results = judge.judge_groups(batch)
+        stats = judge.pop_stats()
+        judged = [r for r in results if r.fallback is None]
+        assert all(r.labels == expected(g) for r, g in zip(results, batch, strict=True) if r.fallback is None)
+        assert len(judged) >= 85 and stats.get("fallback/distinct", 0) == 100 - len(judged)
+        assert stats["invalid_answers"] == server.stats()["invalid_sent"] > 10
+        assert stats["corrective_turns"] == stats["calls"] - 100 and stats["retries"] == 0
+        assert judge.breaker.times_opened == 0 and judge.breaker.state == "closed"
+        assert step_metrics(stats, [])["fallback_frac"] == (100 - len(judged)) / 100
+
+
+def test_a_group_the_server_rejects_falls_back_alone():
+    knobs = {"invalid_marker": "ALWAYS-INVALID", "reject_marker": "TOO-LONG", "model": MODEL}
+    with ServerProcess(slots=2, **knobs) as server:
+        judge = judge_for(server, breaker=CircuitBreaker(failure_threshold=1))
+        batch = groups(6)
+        batch[1] = ("ALWAYS-INVALID " + batch[1][0], batch[1][1])
+        batch[4] = ("TOO-LONG " + batch[4][0], batch[4][1])
+        results = judge.judge_groups(batch)
+        assert [r.fallback for r in results] == [None, "distinct", None, None, "distinct", None]
+        stats = judge.pop_stats()
+        assert stats["invalid_answers"] == 2 and stats["rejected"] == 1 and stats.get("retries", 0) == 0
+        assert judge.breaker.state == "closed" and judge.structured_output == "json_schema"
+        assert "keys ['1']" in results[1].cause
+        assert "maximum context length" in results[4].cause and server.base_url in results[4].cause
+
+
+def test_restart_mid_run_judged_again_within_seconds():
+    """Kill the server in the middle of a run of batches, restart it on the same port 3 s later: no group falls
+    back (the outage is shorter than the retry budget), and groups are judged again within seconds of the restart."""
+    port = free_port()
+    server = ServerProcess(port=port, slots=2, latency=0.02, model=MODEL).start()
+    judge = OpenAICompatibleJudge(f"http://127.0.0.1:{port}/v1", MODEL)
+    judged_at: list[float] = []
+    results = []
+
+    def run() -> None:
+        for b in range(12):
+            batch = groups(8, tag=f"b{b}-")
+            for result in judge.judge_groups(batch):
+                results.append(result)
+                judged_at.append(time.monotonic())
+
+    worker = threading.Thread(target=run)
+    try:
+        worker.start()
+        while len(results) < 16:
+            time.sleep(0.01)
+        server.kill()
+        time.sleep(3)
+        restarted = time.monotonic()
+        server.start()
+        worker.join(60)
+        assert not worker.is_alive()
+    finally:
+        server.kill()
+    assert len(results) == 96 and all(r.fallback is None for r in results)
+    first_after = min(t for t in judged_at if t > restarted)
+    assert first_after - restarted < 6, first_after - restarted
+    stats = judge.pop_stats()
+    assert judge.breaker.times_opened >= 1 and stats["probes"] >= 1 and judge.breaker.state == "closed"
+    assert stats["connect_errors"] >= 1
+
+
+def test_a_long_outage_falls_back_counted_and_warned(caplog):
+    port = free_port()
+    policy = RetryPolicy(budget=1.5, base_delay=0.05, max_delay=0.2)
+    judge = OpenAICompatibleJudge(f"http://user:pw@127.0.0.1:{port}/v1", MODEL, retry=policy)
+    with caplog.at_level(logging.WARNING):
+        start = time.monotonic()
+        results = judge.judge_groups(groups(20))
+        elapsed = time.monotonic() - start
+    assert all(r.fallback == "distinct" for r in results) and elapsed < 5, elapsed
+    stats = judge.pop_stats()
+    assert stats["fallback/distinct"] == 20 and step_metrics(stats, [])["fallback_frac"] == 1.0
+    warnings = [r.getMessage() for r in caplog.records if "fell back" in r.getMessage()]
+    assert len(warnings) == 1  # rate limited, not one per group
+    assert f"http://***@127.0.0.1:{port}/v1" in warnings[0] and "pw" not in caplog.text
+    assert "cannot connect" in warnings[0] and "start the judge server" in warnings[0]
+    assert "judge_max_fallback_frac" in warnings[0]
+
+
+def test_closed_port_error_names_the_url_and_the_fix():
+    port = free_port()
+    judge = resolve_judge(
+        f"openai:http://127.0.0.1:{port}/v1/{MODEL}", retry=RetryPolicy(budget=0.2), fallback="raise"
+    )
+    with pytest.raises(JudgeError) as error:
+        judge.cluster_groups(groups(1))
+    message = str(error.value)
+    assert f"http://127.0.0.1:{port}/v1" in message and "cannot connect" in message
+    assert "start the judge server" in message and "judge_base_url" in message
+
+
+def test_path_prefix_model_with_slash_and_model_discovery():
+    with ServerProcess(prefix="/api/v1", model=MODEL) as server:
+        base = f"http://127.0.0.1:{server.port}/api/v1"
+        spec = resolve_judge(f"openai:{base}/{MODEL}")
+        assert (spec.base_url, spec.model) == (base, MODEL)
+        assert [r.labels for r in spec.judge_groups(groups(2))] == [expected(g) for g in groups(2)]
+        discovered = resolve_judge("openai", server={"base_url": base})
+        assert discovered.cluster_groups(groups(1)) == [expected(groups(1)[0])] and discovered.model == MODEL
+        wrong = resolve_judge("openai", server={"base_url": base, "model": "org/other"})
+        [result] = wrong.judge_groups(groups(1))
+        assert result.fallback == "distinct" and "404" in wrong.last_failure and "/models" in wrong.last_failure
+        assert wrong.breaker.state == "closed"
+
+
+def test_api_key_from_the_environment(monkeypatch):
+    with ServerProcess(api_key="sk-local-123", model=MODEL) as server:
+        judge = judge_for(server, api_key_env="JUDGE_KEY")
+        [result] = judge.judge_groups(groups(1))
+        assert result.fallback == "distinct" and "export it as $JUDGE_KEY" in judge.last_failure
+        monkeypatch.setenv("JUDGE_KEY", "sk-local-123")
+        assert judge.cluster_groups(groups(1)) == [expected(groups(1)[0])]
+        monkeypatch.setenv("JUDGE_KEY", "sk-wrong-456")
+        judge.judge_groups(groups(1))
+        assert "was refused" in judge.last_failure and "sk-wrong-456" not in judge.last_failure
+
+
+def test_servers_without_structured_output_or_with_string_ids(caplog):
+    with ServerProcess(no_structured=True, string_ids=True, model=MODEL) as server:
+        judge = judge_for(server)
+        with caplog.at_level(logging.WARNING):
+            assert judge.cluster_groups(groups(4)) == [expected(g) for g in groups(4)]
+        assert judge.structured_output == "none" and "rejected structured output" in caplog.text
+        assert judge.pop_stats().get("invalid_answers", 0) == 0
+
+
+def test_soak_500_groups_with_30_percent_transport_failures():
+    """Resets, 500s, 503s, 429s and hangs on 30% of requests: no crash, every group accounted for, and the
+    judge's counters match what the server saw."""
+    with ServerProcess(slots=8, fail_frac=0.3, model=MODEL, seed=3) as server:
+        policy = RetryPolicy(timeout=0.5, budget=20, base_delay=0.02, max_delay=0.3, max_retry_after=0.1)
+        judge = judge_for(server, retry=policy, max_concurrency=32)
+        results = []
+        for b in range(5):
+            batch = groups(100, tag=f"b{b}-")
+            for result, group in zip(judge.judge_groups(batch), batch, strict=True):
+                assert result.labels == (expected(group) if result.fallback is None else [0, 1, 2, 3])
+                results.append(result)
+        stats = judge.pop_stats()
+        served = server.stats()
+        failures = {k.split("/")[1]: v for k, v in served.items() if k.startswith("failure/")}
+        assert len(results) == 500 and stats["groups"] == 500
+        fell_back = stats.get("fallback/distinct", 0)
+        assert fell_back == sum(r.fallback is not None for r in results) and fell_back <= 5
+        assert stats["calls"] == served["received"]
+        assert 0.25 < sum(failures.values()) / served["received"] < 0.35
+        assert stats["rate_limited"] == failures["429"] and stats["timeouts"] == failures["hang"]
+        assert stats["server_errors"] == failures["500"] + failures["503"] + failures["reset"]
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    return save_tiny_model(tmp_path_factory.mktemp("tiny"))
+
+
+def training_config(tmp_path, **overrides) -> PolyEPOConfig:
+    base = dict(
+        output_dir=str(tmp_path / "out"),
+        per_device_train_batch_size=8,
+        num_generations=4,
+        set_size=2,
+        max_completion_length=4,
+        max_steps=3,
+        logging_steps=1,
+        report_to="none",
+        save_strategy="no",
+        use_cpu=True,
+        bf16=False,
+        dataloader_num_workers=0,
+    )
+    return PolyEPOConfig(**{**base, **overrides})
+
+
+def test_training_logs_judge_metrics_from_a_real_server(model_dir, tmp_path):
+    with ServerProcess(slots=1, latency=0.01, invalid_frac=0.3, model=MODEL) as server:
+        args = training_config(tmp_path, judge="openai", judge_base_url=server.base_url, judge_model=MODEL)
+        trainer = PolyEPOTrainer(
+            model=str(model_dir),
+            reward_funcs=lambda completions, **kw: [float(len(c) % 2) for c in completions],
+            args=args,
+            train_dataset=toy_dataset(),
+        )
+        trainer.train()
+    logged = [entry for entry in trainer.state.log_history if "judge/fallback_frac" in entry]
+    assert len(logged) == 3
+    for entry in logged:
+        assert 0 <= entry["judge/fallback_frac"] <= 1 and entry["judge/latency_p95"] >= entry["judge/latency_p50"] > 0
+        assert entry["judge/prompt_tokens"] > 0 and "judge/invalid_answers" in entry and "judge/retries" in entry
+    assert sum(entry["judge/invalid_answers"] for entry in logged) > 0
+
+
+def test_training_stops_when_the_judge_keeps_failing(model_dir, tmp_path):
+    port = free_port()
+    args = training_config(
+        tmp_path,
+        max_steps=10,
+        judge=f"openai:http://127.0.0.1:{port}/v1/{MODEL}",
+        judge_retry_budget=0.2,
+        judge_max_fallback_frac=0.5,
+        judge_fallback_patience=2,
+    )
+    trainer = PolyEPOTrainer(
+        model=str(model_dir),
+        reward_funcs=lambda completions, **kw: [1.0] * len(completions),
+        args=args,
+        train_dataset=toy_dataset(),
+    )
+    with pytest.raises(JudgeFailing) as error:
+        trainer.train()
+    message = str(error.value)
+    assert "100%" in message and "judge_max_fallback_frac=0.5" in message and "2 steps in a row" in message
+    assert f"127.0.0.1:{port}" in message and "cannot connect" in message
+    assert trainer.state.global_step == 1  # the second failing step stopped it before its update
