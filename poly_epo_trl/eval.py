@@ -56,7 +56,13 @@ class EvalArguments(DatasetArguments):
         default="answer",
         metadata={"help": "Clustering judge for distinct correct strategies (any judge spec; 'none' to skip)."},
     )
-    judge_max_concurrency: int = field(default=32, metadata={"help": "Groups judged at once."})
+    judge_base_url: str | None = field(
+        default=None, metadata={"help": "With judge: openai, the server's API root, e.g. http://127.0.0.1:8000/v1."}
+    )
+    judge_model: str | None = field(
+        default=None, metadata={"help": "The judge server's model id (default: the only model it serves)."}
+    )
+    judge_max_concurrency: int = field(default=32, metadata={"help": "Most judge requests in flight."})
     judge_samples: int | None = field(
         default=None,
         metadata={"help": "Cluster only the first samples of each problem (an LM judge reads a group in one prompt)."},
@@ -135,7 +141,10 @@ def run(args: EvalArguments) -> dict[str, Any]:
     """Evaluate every checkpoint; write the report and plots; return the report."""
     try:
         rewards = [resolve_reward(name, args) for name in args.reward_funcs]
-        judge = resolve_judge(args.judge, max_concurrency=args.judge_max_concurrency) if args.judge else None
+        server = {"base_url": args.judge_base_url, "model": args.judge_model}
+        judge = None
+        if args.judge:
+            judge = resolve_judge(args.judge, max_concurrency=args.judge_max_concurrency, server=server)
         choose_backend(args.backend)
     except (ValueError, ImportError, SandboxUnavailable) as error:
         raise RecipeError(str(error)) from None

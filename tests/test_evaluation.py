@@ -169,7 +169,10 @@ def test_sampling_settings_and_backends():
 def test_every_eval_recipe_parses(recipe):
     args = parse(["--config", str(recipe)])
     assert args.checkpoints() and all(resolve_reward(name) for name in args.reward_funcs)
-    assert args.sampling.num_samples == args.num_samples and (args.judge is None or resolve_judge(args.judge))
+    server = {"base_url": args.judge_base_url, "model": args.judge_model}
+    assert args.sampling.num_samples == args.num_samples and (
+        args.judge is None or resolve_judge(args.judge, server=server)
+    )
 
 
 def poly_epo_command(*args: str) -> list[str]:

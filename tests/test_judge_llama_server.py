@@ -1,0 +1,72 @@
+"""The judge against llama.cpp's real OpenAI-compatible server (one slot, SmolLM2-135M on one thread): every group
+judged through its queue, and judged again after the server is killed and restarted on the same port.
+
+Needs ``make llama-server`` (builds llama.cpp's server offline, about 10 minutes once); skipped without it."""
+
+import os
+import socket
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from poly_epo_trl.judges import resolve_judge
+
+SERVER_DIR = Path(os.environ.get("LLAMA_SERVER_DIR", Path.home() / ".cache" / "llama-server"))
+BINARY = SERVER_DIR / "bin" / "llama-server"
+MODEL = SERVER_DIR / "SmolLM2-135M-Instruct.Q4_1.gguf"
+PROBLEM = "What is 12 * 3?"
+COMPLETIONS = ["12 * 3 = 36, so \\boxed{36}", "3 * 12 = 30 + 6 = 36. \\boxed{36}", "\\boxed{36}"]
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not (BINARY.exists() and MODEL.exists()), reason="no llama-server: run `make llama-server`"),
+]
+
+
+def start(port: int) -> subprocess.Popen:
+    argv = [str(BINARY), "-m", str(MODEL), "--host", "127.0.0.1", "--port", str(port), "--parallel", "1", "-t", "1"]
+    env = {**os.environ, "LD_LIBRARY_PATH": str(BINARY.parent)}
+    process = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", port)) == 0:
+                return process
+        time.sleep(0.2)
+    process.kill()
+    raise RuntimeError("llama-server did not start")
+
+
+def test_one_slot_llama_server_judges_every_group_and_survives_a_restart():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = start(port)
+    try:
+        judge = resolve_judge("openai", server={"base_url": f"http://127.0.0.1:{port}/v1"}, max_tokens=160)
+        groups = [(f"{PROBLEM} (#{g})", COMPLETIONS) for g in range(3)]
+        results = judge.judge_groups(groups)  # three at once into one slot: queued, none timed out
+        assert all(r.fallback is None and len(r.labels) == 3 for r in results), [r.cause for r in results]
+        stats = judge.pop_stats()
+        assert stats["prompt_tokens"] > 0 and stats.get("timeouts", 0) == 0
+        assert judge.structured_output == "json_schema"  # llama.cpp honours the answer schema
+
+        outcome = {}
+        worker = threading.Thread(target=lambda: outcome.update(results=judge.judge_groups(groups[:2])))
+        server.kill()
+        server.wait()
+        worker.start()
+        time.sleep(3)
+        restarted = time.monotonic()
+        server = start(port)
+        worker.join(300)
+        assert all(r.fallback is None for r in outcome["results"]), [r.cause for r in outcome["results"]]
+        stats = judge.pop_stats()
+        assert stats["connect_errors"] >= 1 and judge.breaker.state == "closed"
+        assert time.monotonic() - restarted < 120
+    finally:
+        server.kill()
+        server.wait()
