@@ -36,7 +36,8 @@ def cluster_answer(prompt: str, string_ids: bool = False) -> dict:
     """The clustering of the ``### Answer k`` sections of ``prompt``: same boxed answer (else first line), same id."""
     ids: dict[str, int] = {}
     answer = {}
-    for number, text in ANSWER.findall(prompt):
+    responses = prompt.split("\n\nReply with", 1)[0]  # the built-in templates' instructions follow the answers
+    for number, text in ANSWER.findall(responses):
         text = text.strip()
         if "DEGENERATE" in text:
             cluster = 100

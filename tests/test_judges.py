@@ -422,7 +422,7 @@ def test_concurrency_128_groups_at_32_take_about_4_latencies():
     labels = judge.cluster_groups([(f"{PROBLEM} #{g}", COMPLETIONS) for g in range(128)])
     elapsed = time.perf_counter() - start
     assert len(labels) == 128 and script.calls == 128
-    assert 4 * latency <= elapsed < 4 * latency * 1.5 + 0.3, elapsed
+    assert 4 * latency <= elapsed < 8 * latency + 0.3, elapsed  # 16 in flight would take 8 latencies at least
 
 
 def test_concurrency_adapts_to_a_server_that_keeps_up_and_halves_on_overload():
