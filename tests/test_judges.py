@@ -69,13 +69,17 @@ class Script:
         self.latency = latency
         self.calls = 0
         self.requests = []
+        self.in_flight = self.max_in_flight = 0
 
     async def __call__(self, request: httpx2.Request) -> httpx2.Response:
         self.calls += 1
         self.requests.append(request)
         action = self.actions.pop(0) if self.actions else GOOD
         if self.latency:
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
             await asyncio.sleep(self.latency)
+            self.in_flight -= 1
         if action == "hang":
             await asyncio.sleep(30)
         if action == 429:
@@ -421,8 +425,8 @@ def test_concurrency_128_groups_at_32_take_about_4_latencies():
     start = time.perf_counter()
     labels = judge.cluster_groups([(f"{PROBLEM} #{g}", COMPLETIONS) for g in range(128)])
     elapsed = time.perf_counter() - start
-    assert len(labels) == 128 and script.calls == 128
-    assert 4 * latency <= elapsed < 8 * latency + 0.3, elapsed  # 16 in flight would take 8 latencies at least
+    assert len(labels) == 128 and script.calls == 128 and script.max_in_flight == 32
+    assert 4 * latency <= elapsed < 8 * latency, elapsed  # about 4 latencies; 16 in flight would take 8
 
 
 def test_concurrency_adapts_to_a_server_that_keeps_up_and_halves_on_overload():
