@@ -5,6 +5,7 @@ import logging
 import socket
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from judge_server import ServerProcess
@@ -312,3 +313,19 @@ def test_training_stops_when_the_judge_keeps_failing(model_dir, tmp_path):
     assert "100%" in message and "judge_max_fallback_frac=0.5" in message and "2 steps in a row" in message
     assert f"127.0.0.1:{port}" in message and "cannot connect" in message
     assert trainer.state.global_step == 1  # the second failing step stopped it before its update
+
+
+def test_train_command_stops_with_a_message_and_exit_code_1(tmp_path, capsys, monkeypatch):
+    from poly_epo_trl.train import main
+
+    monkeypatch.chdir(Path(__file__).resolve().parent.parent)
+    port = free_port()
+    argv = ["--config", "recipes/tiny/poly_epo/config_cpu.yaml", "--output_dir", str(tmp_path / "out")]
+    argv += ["--judge", f"openai:http://127.0.0.1:{port}/v1/{MODEL}", "--judge_retry_budget", "0.1"]
+    argv += ["--check_judge", "false", "--max_steps", "6", "--judge_fallback_patience", "2"]
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    assert stop.value.code == 1
+    err = capsys.readouterr().err
+    assert "error: the judge at http://127.0.0.1" in err and "judge_max_fallback_frac=0.5" in err
+    assert "Traceback" not in err
