@@ -217,6 +217,13 @@ def test_api_key_from_the_environment(monkeypatch):
         assert "was refused" in judge.last_failure and "sk-wrong-456" not in judge.last_failure
 
 
+def test_a_server_that_does_not_stream():
+    with ServerProcess(model=MODEL) as server:
+        judge = judge_for(server, stream=False)
+        assert judge.cluster_groups(groups(3)) == [expected(g) for g in groups(3)]
+        assert judge.pop_stats()["completion_tokens"] > 0
+
+
 def test_servers_without_structured_output_or_with_string_ids(caplog):
     with ServerProcess(no_structured=True, string_ids=True, model=MODEL) as server:
         judge = judge_for(server)

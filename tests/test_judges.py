@@ -548,3 +548,20 @@ def test_math_template_calls_repetition_degenerate():
     assert "excessive repetition" in text and "boxed answer repeated many times" in text
     for kind in ("bare answer", "gibberish", "code instead of reasoning", "repeats the same boxed answer"):
         assert f'"strategy": "{kind}' in text
+
+
+@pytest.mark.parametrize(
+    ("structured", "field", "value"),
+    [("guided_json", "guided_json", "schema"), ("json_object", "response_format", {"type": "json_object"})],
+)
+def test_other_structured_output_forms(structured, field, value):
+    script = Script([], reply=openai_reply)
+    judge = OpenAICompatibleJudge(
+        "http://x/v1", "m", transport=httpx2.MockTransport(script), structured_output=structured, stream=False
+    )
+    assert judge.cluster_groups([(PROBLEM, COMPLETIONS)]) == [[0, 1, 0, 100]]
+    body = json.loads(script.requests[0].content)
+    assert "stream" not in body and "stream_options" not in body
+    assert body[field] == (body["guided_json"] if value == "schema" else value)
+    if value == "schema":
+        assert body["guided_json"]["required"] == ["1", "2", "3", "4"]
