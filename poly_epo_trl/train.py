@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import torch
-from trl import GRPOTrainer, ModelConfig, TrlParser, get_peft_config
+from trl import ModelConfig, TrlParser, get_peft_config
 
 from .data import DatasetArguments, RecipeError, format_dataset, load_table, resolve_model
 from .evaluation.callback import PassAtKCallback
@@ -25,10 +25,10 @@ from .evaluation.sampling import SamplingSettings
 from .evaluation.scoring import Scorer
 from .judges import ClusteringJudge, JudgeFailing, resolve_judge
 from .rewards import SandboxUnavailable, resolve_reward
-from .trainer import GRPODivTrainer, PolyEPOConfig, PolyEPOTrainer
+from .trainer import FiniteRewardsGRPOTrainer, GRPODivTrainer, PolyEPOConfig, PolyEPOTrainer
 
 logger = logging.getLogger(__name__)
-TRAINERS = {"poly_epo": PolyEPOTrainer, "grpo": GRPOTrainer, "grpo_div": GRPODivTrainer}
+TRAINERS = {"poly_epo": PolyEPOTrainer, "grpo": FiniteRewardsGRPOTrainer, "grpo_div": GRPODivTrainer}
 PROBE_BUDGET_SECONDS = 15.0
 PROBE = ("What is 2 + 3?", ["2 + 3 = 5, so the answer is \\boxed{5}.", "Counting on from 2: 3, 4, 5. \\boxed{5}"])
 
@@ -202,7 +202,7 @@ def main(argv: list[str] | None = None) -> Any:
     if model_args.dtype not in (None, "auto"):
         training_args.model_init_kwargs = {**(training_args.model_init_kwargs or {}), "dtype": model_args.dtype}
     cls = TRAINERS[script_args.trainer]
-    kwargs = {"judge": parts["judge"]} if cls is not GRPOTrainer else {}
+    kwargs = {"judge": parts["judge"]} if cls is not FiniteRewardsGRPOTrainer else {}
     trainer = cls(
         model=model,
         reward_funcs=parts["reward_funcs"],

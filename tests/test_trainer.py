@@ -15,6 +15,10 @@ def model_dir(tmp_path_factory):
 
 
 def config(tmp_path, **overrides):
+    return PolyEPOConfig(**settings(tmp_path, **overrides))
+
+
+def settings(tmp_path, **overrides) -> dict:
     base = dict(
         output_dir=str(tmp_path / "out"),
         per_device_train_batch_size=8,
@@ -32,7 +36,7 @@ def config(tmp_path, **overrides):
         dataloader_num_workers=0,
     )
     base.update(overrides)
-    return PolyEPOConfig(**base)
+    return base
 
 
 class RecordingTrainer(PolyEPOTrainer):
@@ -256,3 +260,53 @@ def test_eval_mode_computes_set_advantages_and_logs_eval_metrics(model_dir, tmp_
     torch.testing.assert_close(batch.advantages, marginal_set_advantages(batch.rewards, batch.cluster_ids, 4))
     evals = [h for h in trainer.state.log_history if "eval_poly_epo/distinct_clusters" in h]
     assert evals and evals[0]["eval_judge/groups"] == 2  # per eval batch of 12 rows, averaged over 2 batches
+
+
+def infinite_sometimes(prompts, completions, **kwargs):
+    """+inf, -inf or a digit fraction: a reward function with a bug, as one writes them."""
+    values = digit_fraction(prompts, completions)
+    return [math.inf if i % 5 == 0 else -math.inf if i % 7 == 0 else v for i, v in enumerate(values)]
+
+
+@pytest.mark.parametrize("trainer_name", ["poly_epo", "grpo_div", "grpo"])
+def test_infinite_rewards_count_as_not_scored_and_never_reach_the_weights(model_dir, tmp_path, trainer_name, caplog):
+    from trl import GRPOConfig
+
+    from poly_epo_trl.trainer import FiniteRewardsGRPOTrainer
+
+    common = dict(model=str(model_dir), reward_funcs=[infinite_sometimes, digit_fraction], train_dataset=toy_dataset())
+    if trainer_name == "grpo":
+        grpo_settings = {k: v for k, v in settings(tmp_path).items() if k != "set_size"}
+        trainer = FiniteRewardsGRPOTrainer(args=GRPOConfig(**grpo_settings, loss_type="dr_grpo"), **common)
+    else:
+        cls = PolyEPOTrainer if trainer_name == "poly_epo" else GRPODivTrainer
+        trainer = cls(args=config(tmp_path), judge="answer:text", **common)
+    with caplog.at_level("WARNING"):
+        trainer.train()
+    assert all(torch.isfinite(p).all() for p in trainer.model.parameters())
+    logged = [entry for entry in trainer.state.log_history if "rewards/non_finite" in entry]
+    assert logged and all(entry["rewards/non_finite"] > 0 for entry in logged)
+    assert all(math.isfinite(entry["loss"]) and math.isfinite(entry["grad_norm"]) for entry in logged)
+    assert "infinite_sometimes" in caplog.text and "not scored" in caplog.text
+
+
+def test_grpo_div_keeps_each_task_reward_weight_and_the_bonus_apart(model_dir, tmp_path):
+    def one(prompts, completions, **kwargs):
+        return [1.0] * len(completions)
+
+    def half(prompts, completions, **kwargs):
+        return [0.5] * len(completions)
+
+    trainer = GRPODivTrainer(
+        model=str(model_dir),
+        reward_funcs=[one, half],
+        args=config(tmp_path, max_steps=1, reward_weights=[1.0, 2.0], diversity_coef=0.5),
+        train_dataset=toy_dataset(),
+        judge="answer:text",
+    )
+    trainer.train()
+    assert torch.equal(trainer.last_set_batch.rewards, torch.full_like(trainer.last_set_batch.rewards, 2.0))
+    assert trainer.reward_weights.tolist() == [1.0, 2.0, 0.5]
+    entry = next(e for e in trainer.state.log_history if "rewards/one/mean" in e)
+    assert entry["rewards/one/mean"] == 1.0 and entry["rewards/half/mean"] == 0.5
+    assert 0 <= entry["rewards/diversity_bonus/mean"] <= 1

@@ -8,6 +8,7 @@ then swaps each process's slice into the output and the logged completions table
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +22,8 @@ from ..evaluation.diversity import group_diversity_metrics
 from ..judges import ClusteringJudge, JudgeFailing, resolve_judge, step_metrics
 from ..text import message_text, prompt_text
 from .config import PolyEPOConfig, load_objective
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -36,7 +39,32 @@ class SetBatch:
     fallbacks: list[str | None]
 
 
-class _JudgedGroupsTrainer(GRPOTrainer):
+class FiniteRewardsGRPOTrainer(GRPOTrainer):
+    """GRPOTrainer that reads a reward of +inf or -inf as "not scored" (like a reward function's None), counts them
+    in ``rewards/non_finite`` and warns, instead of letting them turn a group's advantages, then every weight, into
+    NaN. Behaves as GRPOTrainer otherwise; ``trainer: grpo`` in recipes runs it."""
+
+    def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
+        rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+        infinite = torch.isinf(rewards_per_func)
+        count = int(infinite.sum())
+        mode = "train" if self.model.training else "eval"
+        self._metrics[mode]["rewards/non_finite"].append(count)
+        if not count:
+            return rewards_per_func
+        names = [name for name, bad in zip(self.reward_func_names, infinite.any(dim=0).tolist(), strict=False) if bad]
+        if not getattr(self, "_warned_non_finite", False):
+            self._warned_non_finite = True
+            logger.warning(
+                "Reward functions %s returned +inf or -inf for %d completions: they count as not scored (like None); "
+                "rewards/non_finite counts them every step. Return a finite number or None.",
+                names,
+                count,
+            )
+        return rewards_per_func.masked_fill(infinite, torch.nan)
+
+
+class _JudgedGroupsTrainer(FiniteRewardsGRPOTrainer):
     """GRPOTrainer that clusters every group of completions with a judge, once per group across processes."""
 
     def __init__(self, *args: Any, judge: Any = None, **kwargs: Any) -> None:
@@ -126,7 +154,8 @@ class _JudgedGroupsTrainer(GRPOTrainer):
         start = time.perf_counter()
         cluster_ids, fallbacks, all_prompts, all_completions = self._judge_groups(prompts, completions, group_size)
         self._log_judge_stats(mode, time.perf_counter() - start)
-        weights = self.reward_weights.to(rewards_per_func.device)
+        # the task columns' weights (GRPO+DIV appends the diversity bonus's weight after them)
+        weights = self.reward_weights[: rewards_per_func.shape[1]].to(rewards_per_func.device)
         rewards = (rewards_per_func * weights).nansum(dim=1)
         rewards[torch.isnan(rewards_per_func).all(dim=1)] = torch.nan
         rewards = rewards.view(-1, group_size)
