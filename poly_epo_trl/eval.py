@@ -193,6 +193,7 @@ def format_summary(summaries: dict[str, dict[str, Any]]) -> str:
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("httpx2").setLevel(logging.WARNING)  # a line per judge request, with its URL
     try:
         args = parse(argv)
         report = run(args)

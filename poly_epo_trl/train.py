@@ -182,6 +182,7 @@ def cpu_slowdowns(training_args: PolyEPOConfig, cuda_available: bool) -> list[st
 
 def main(argv: list[str] | None = None) -> Any:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("httpx2").setLevel(logging.WARNING)  # a line per judge request, with its URL
     try:
         script_args, training_args, model_args = parse(argv)
         parts = build(script_args, training_args, model_args)

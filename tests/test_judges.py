@@ -565,3 +565,21 @@ def test_other_structured_output_forms(structured, field, value):
     assert body[field] == (body["guided_json"] if value == "schema" else value)
     if value == "schema":
         assert body["guided_json"]["required"] == ["1", "2", "3", "4"]
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"judge": "openai", "judge_base_url": "http://user:s3cret@host:8000/v1"},
+        {"judge": "openai:http://user:s3cret@host:8000/v1/m"},
+        {"judge": "answer,openai:http://host:8000/v1/m?api_key=s3cret"},
+    ],
+)
+def test_credentials_in_judge_urls_are_refused_and_never_echoed(tmp_path, settings):
+    from poly_epo_trl import PolyEPOConfig
+
+    with pytest.raises(ValueError, match="carries credentials") as error:
+        PolyEPOConfig(output_dir=str(tmp_path), report_to="none", use_cpu=True, **settings)
+    assert "s3cret" not in str(error.value) and "judge_api_key_env" in str(error.value)
+    with pytest.raises(ValueError, match="carries credentials"):
+        OpenAICompatibleJudge("http://user:s3cret@host:8000/v1", "m")

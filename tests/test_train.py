@@ -181,6 +181,8 @@ def test_bad_input_stops_before_training(tmp_path, capsys, monkeypatch):
     err = run_cli([*CPU, "--judge", "openai:http://127.0.0.1:9/v1/judge-model", "--judge_retry_budget", "1"], capsys)
     assert "did not answer a probe group" in err and "start the judge server" in err
     assert "http://127.0.0.1:9/v1" in err
+    err = run_cli([*CPU, "--judge", "openai", "--judge_base_url", "http://me:s3cret@judge:8000/v1"], capsys)
+    assert "carries credentials" in err and "s3cret" not in err and "Traceback" not in err
     assert "no such file" in run_cli([*CPU, "--dataset_name", "missing.jsonl"], capsys)
     assert "set eval_steps" in run_cli([*CPU, "--eval_dataset_name", "builtin:sum_pair"], capsys)
 

@@ -33,6 +33,18 @@ def redact_url(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
+def refuse_credentials(url: str, where: str) -> None:
+    """ValueError when ``url`` carries a user:password@ or a query string: URLs are printed, logged and saved with
+    every checkpoint, so keys come from the environment only."""
+    parts = urlsplit(url)
+    if "@" in parts.netloc or parts.query:
+        raise ValueError(
+            f"{where} {redact_url(url)!r} carries credentials (user:password@ or ?key=): URLs are printed, logged and "
+            "saved with every checkpoint. Remove them and export the key instead: judge_api_key_env names the "
+            "variable (default OPENAI_API_KEY)."
+        )
+
+
 def split_base_url(spec: str) -> tuple[str, str]:
     """``<base_url>/<model>`` split after the last version segment of the path (``v1``, ``v1beta``; a following
     ``openai`` segment stays with the base URL), so base URLs with a path prefix and model ids with ``/`` both
@@ -94,6 +106,7 @@ class OpenAICompatibleJudge(LMJudge):
             raise ValueError(
                 f"judge base URL {redact_url(base_url)!r} is not an http(s) URL like http://host:8000/v1."
             )
+        refuse_credentials(base_url, "The judge base URL")
         self.base_url = base_url.rstrip("/")
         self.api_key_env = api_key_env
         self.extra_body = dict(extra_body or {})

@@ -15,7 +15,7 @@ from ..advantages import BUILTIN_OBJECTIVES, DEGENERATE_CLUSTER_ID, ESTIMATORS, 
 from ..importing import import_callable
 from ..judges.base import FALLBACKS
 from ..judges.llm import STRUCTURED_OUTPUTS
-from ..judges.openai_server import redact_url
+from ..judges.openai_server import redact_url, refuse_credentials
 from ..judges.prompts import BUILTIN_TEMPLATES
 from ..judges.resilience import RetryPolicy
 
@@ -267,7 +267,12 @@ class PolyEPOConfig(GRPOConfig):
                 raise ValueError(f"judge_extra_body is not JSON ({error}): give a mapping.") from None
         if self.judge_extra_body is not None and not isinstance(self.judge_extra_body, dict):
             raise ValueError(f"judge_extra_body must be a mapping of request fields, got {self.judge_extra_body!r}.")
+        for part in (self.judge or "").split(","):
+            kind, _, arg = part.strip().partition(":")
+            if kind == "openai" and arg:
+                refuse_credentials(arg, "The judge spec's URL")
         if self.judge_base_url is not None:
+            refuse_credentials(self.judge_base_url, "judge_base_url")
             parts = urlsplit(self.judge_base_url)
             if parts.scheme not in ("http", "https") or not parts.netloc:
                 raise ValueError(
