@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from datasets import Dataset, load_dataset
+
+from .checks import check_field_types
 
 MATH_INSTRUCTION = "Please reason step by step, and put your final answer within \\boxed{}."
 
@@ -65,6 +68,7 @@ class DatasetArguments:
     )
 
     def __post_init__(self) -> None:
+        check_field_types(self)
         choices = {"code_sandbox": ("bwrap", "rlimits"), "code_trust_mode": ("strict", "sandbox_asserts")}
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
@@ -88,7 +92,12 @@ def load_table(args: DatasetArguments, split: str) -> Dataset:
     if kind is not None:
         if not path.is_file():
             raise RecipeError(f"dataset_name={name!r}: no such file.")
-        return load_dataset(kind, data_files=str(path), split="train")
+        check_local_rows(path, name)
+        try:
+            return load_dataset(kind, data_files=str(path), split="train")
+        except Exception as error:
+            cause = error.__cause__ or error
+            raise RecipeError(f"dataset_name={name!r} could not be read as {kind}: {cause}") from None
     try:
         return load_dataset(name, args.dataset_config, split=split)
     except Exception as error:
@@ -96,6 +105,43 @@ def load_table(args: DatasetArguments, split: str) -> Dataset:
             f"Could not load dataset {name!r} (split {split!r}): {error}. Check the name and split, that you are "
             "online (or the dataset is cached), or point dataset_name at a local file."
         ) from None
+
+
+def check_model_path(name: str | None) -> None:
+    """RecipeError for a model that cannot be found before anything loads: unset, or a local path (absolute,
+    ``./``, ``~``, or more than one ``/``; a Hub id has one) that does not exist."""
+    if not name:
+        raise RecipeError(MODEL_UNSET)
+    if name.startswith("builtin:"):
+        return
+    looks_local = name.startswith(("/", ".", "~")) or name.count("/") > 1
+    if looks_local and not Path(name).expanduser().exists():
+        raise RecipeError(f"model_name_or_path={name!r}: no such directory.")
+
+
+def check_output_dir(path: str) -> None:
+    """RecipeError when ``output_dir`` cannot be created: a file stands where a folder is needed."""
+    for parent in [Path(path), *Path(path).parents]:
+        if parent.exists():
+            if not parent.is_dir():
+                raise RecipeError(f"output_dir={path!r}: {str(parent)!r} is a file, not a folder.")
+            return
+
+
+def check_local_rows(path: Path, name: str) -> None:
+    """RecipeError for an empty file, or a JSON-lines file with a line that is not JSON (its number and why)."""
+    import gzip
+
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8", errors="replace") as handle:
+        lines = [line for line in handle if line.strip()] if ".jsonl" in path.suffixes else None
+    if path.stat().st_size == 0 or lines == []:
+        raise RecipeError(f"dataset_name={name!r}: the file is empty.")
+    for number, line in enumerate(lines or [], 1):
+        try:
+            json.loads(line.strip())
+        except ValueError as error:
+            raise RecipeError(f"dataset_name={name!r}: row {number} is not JSON ({error}).") from None
 
 
 def local_format(path: Path) -> str | None:
@@ -149,9 +195,17 @@ def format_dataset(dataset: Dataset, args: DatasetArguments, max_rows: int | Non
     return dataset.map(to_prompt, remove_columns=remove)
 
 
+MODEL_UNSET = (
+    "model_name_or_path is not set: name the model to train (a Hub id or a local directory), or builtin:demo for "
+    "the CPU demo's tiny model."
+)
+
+
 def resolve_model(name: str | None) -> str:
     """``builtin:demo`` (the CPU demo's warm start), ``builtin:smollm2`` (offline SmolLM2-135M-Instruct), or as is."""
-    if name in (None, "", "builtin:demo"):
+    if not name:
+        raise RecipeError(MODEL_UNSET)
+    if name == "builtin:demo":
         from .demo.warm_start import DEFAULT_ASSET
 
         return str(DEFAULT_ASSET)

@@ -17,9 +17,19 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import torch
+import yaml
 from trl import ModelConfig, TrlParser, get_peft_config
 
-from .data import DatasetArguments, RecipeError, format_dataset, load_table, resolve_model
+from .checks import check_field_types
+from .data import (
+    DatasetArguments,
+    RecipeError,
+    check_model_path,
+    check_output_dir,
+    format_dataset,
+    load_table,
+    resolve_model,
+)
 from .evaluation.callback import PassAtKCallback
 from .evaluation.sampling import SamplingSettings
 from .evaluation.scoring import Scorer
@@ -62,12 +72,32 @@ class ScriptArguments(DatasetArguments):
     eval_max_problems: int | None = field(default=64, metadata={"help": "Evaluate on the first problems only."})
     eval_num_samples: int = field(default=16, metadata={"help": "Samples per held-out problem (n of pass@k)."})
 
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not self.reward_funcs:
+            raise RecipeError("reward_funcs is empty: name at least one reward, e.g. [math].")
+
+
+def _argument_error(message: str) -> None:
+    """argparse's error, without its 200-line usage dump: ``--set_size/--set-size: invalid int value: 'four'``."""
+    field_name = message.split("/", 1)[0].removeprefix("argument --").strip()
+    raise RecipeError(f"{field_name}: {message.split(': ', 1)[-1]}.")
+
 
 def parse(argv: list[str] | None = None) -> tuple[ScriptArguments, PolyEPOConfig, ModelConfig]:
     parser = TrlParser((ScriptArguments, PolyEPOConfig, ModelConfig))
+    parser.error = _argument_error
     try:
         script_args, training_args, model_args = parser.parse_args_and_config(argv)
-    except ValueError as error:
+        check_field_types(model_args)
+    except yaml.YAMLError as error:
+        where = getattr(error, "problem_mark", None)
+        at = f" (line {where.line + 1}, column {where.column + 1})" if where is not None else ""
+        problem = getattr(error, "problem", None) or error
+        raise RecipeError(f"The recipe is not valid YAML{at}: {problem}.") from None
+    except OSError as error:
+        raise RecipeError(f"Cannot read the recipe: {error}.") from None
+    except (ValueError, TypeError) as error:
         raise RecipeError(_explain_unknown(str(error))) from None
     if script_args.trainer not in TRAINERS:
         raise RecipeError(f"trainer={script_args.trainer!r}: use one of {sorted(TRAINERS)}.")
@@ -110,6 +140,8 @@ def check_judge(judge: ClusteringJudge, budget: float = PROBE_BUDGET_SECONDS) ->
 
 def build(script_args: ScriptArguments, training_args: PolyEPOConfig, model_args: ModelConfig) -> dict[str, Any]:
     """Everything the trainer needs except the model weights, checked."""
+    check_model_path(model_args.model_name_or_path)
+    check_output_dir(training_args.output_dir)
     try:
         rewards = [resolve_reward(name, script_args) for name in script_args.reward_funcs]
     except (ValueError, SandboxUnavailable) as error:

@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 from trl import GRPOConfig
 
 from ..advantages import BUILTIN_OBJECTIVES, DEGENERATE_CLUSTER_ID, ESTIMATORS, REDUCTIONS
+from ..checks import check_field_types
 from ..importing import import_callable
 from ..judges.base import FALLBACKS
 from ..judges.llm import STRUCTURED_OUTPUTS
@@ -190,8 +191,32 @@ class PolyEPOConfig(GRPOConfig):
     )
 
     def __post_init__(self) -> None:
+        check_field_types(self)  # a YAML recipe's values arrive unconverted: hold each to its field's type
+        self.validate_grpo_basics()
         super().__post_init__()
         self.validate_set_rl()
+
+    def validate_grpo_basics(self) -> None:
+        """What GRPOConfig takes without complaint (or with a bare ZeroDivisionError) yet cannot train."""
+        if self.num_generations is None or self.num_generations < 2:
+            raise ValueError(
+                f"num_generations={self.num_generations}: a group needs at least 2 completions per prompt to compare "
+                "(the paper samples 8)."
+            )
+        for name in ("per_device_train_batch_size", "gradient_accumulation_steps"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name}={getattr(self, name)}: it must be at least 1.")
+        if self.max_completion_length is not None and self.max_completion_length < 1:
+            raise ValueError(f"max_completion_length={self.max_completion_length}: it must be at least 1 token.")
+        if self.learning_rate < 0:
+            raise ValueError(f"learning_rate={self.learning_rate}: it must be >= 0 (the paper uses 1e-6).")
+        if not self.temperature > 0:
+            raise ValueError(
+                f"temperature={self.temperature}: sampling needs a temperature > 0 (the paper uses 1.0); greedy "
+                "decoding would give every group N identical completions."
+            )
+        if not 0 < self.top_p <= 1:
+            raise ValueError(f"top_p={self.top_p}: it must be within (0, 1].")
 
     def validate_set_rl(self) -> None:
         if not 1 <= self.set_size < self.num_generations:
