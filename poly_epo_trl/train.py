@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 import yaml
-from trl import ModelConfig, TrlParser, get_peft_config
+from trl import ModelConfig, TrlParser, get_peft_config, get_quantization_config
 
 from .checks import check_field_types
 from .data import (
@@ -197,6 +197,19 @@ def pass_at_k_callback(
     return PassAtKCallback(trainer, parts["eval_rows"], scorer, settings, int(training_args.eval_steps))
 
 
+def model_init_kwargs(model_args: ModelConfig, training_args: PolyEPOConfig) -> dict[str, Any]:
+    """``from_pretrained`` arguments from the recipe's model settings, as TRL's own scripts build them (revision,
+    trust_remote_code, attn_implementation, dtype); the recipe's ``model_init_kwargs`` has the last word.
+    Quantization goes to the trainer as ``quantization_config`` (TRL places a quantized model itself)."""
+    kwargs: dict[str, Any] = {
+        "revision": model_args.model_revision,
+        "trust_remote_code": training_args.trust_remote_code,
+        "attn_implementation": model_args.attn_implementation,
+        "dtype": model_args.dtype,
+    }
+    return {**kwargs, **(training_args.model_init_kwargs or {})}
+
+
 def cpu_slowdowns(training_args: PolyEPOConfig, cuda_available: bool) -> list[str]:
     """Settings that cost several times the step time when training on CPU, each with the override that fixes it."""
     if cuda_available and not training_args.use_cpu:
@@ -232,8 +245,7 @@ def main(argv: list[str] | None = None) -> Any:
         )
         return parts
     model = resolve_model(model_args.model_name_or_path)
-    if model_args.dtype not in (None, "auto"):
-        training_args.model_init_kwargs = {**(training_args.model_init_kwargs or {}), "dtype": model_args.dtype}
+    training_args.model_init_kwargs = model_init_kwargs(model_args, training_args)
     cls = TRAINERS[script_args.trainer]
     kwargs = {"judge": parts["judge"]} if cls is not FiniteRewardsGRPOTrainer else {}
     trainer = cls(
@@ -242,6 +254,7 @@ def main(argv: list[str] | None = None) -> Any:
         args=training_args,
         train_dataset=dataset,
         peft_config=get_peft_config(model_args),
+        quantization_config=get_quantization_config(model_args),
         **kwargs,
     )
     if parts["eval_rows"]:

@@ -10,6 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+import torch
 import yaml
 
 from poly_epo_trl.demo.run import DemoSettings
@@ -230,3 +231,15 @@ def test_leetcode_recipe_rewards_real_rows_as_trl_calls_them(tmp_path, judge_url
     assert reward(
         prompts=[rows[0]["prompt"]], completions=[completions[1]], **{k: v[:1] for k, v in columns.items()}
     ) == [0.0]
+
+
+def test_model_settings_reach_from_pretrained(tmp_path, monkeypatch):
+    """attn_implementation, revision, dtype and trust_remote_code from the recipe's model settings load the model."""
+    monkeypatch.chdir(ROOT)
+    argv = ["--config", "recipes/tiny/poly_epo/config_cpu.yaml", "--output_dir", str(tmp_path / "out")]
+    argv += ["--max_steps", "1", "--attn_implementation", "eager", "--dtype", "float32", "--model_revision", "main"]
+    trainer = main(argv)
+    assert trainer.model.config._attn_implementation == "eager"
+    assert trainer.model.dtype == torch.float32
+    assert trainer.args.model_init_kwargs["revision"] == "main"
+    assert trainer.args.model_init_kwargs["trust_remote_code"] is False
