@@ -92,10 +92,12 @@ def load_table(args: DatasetArguments, split: str) -> Dataset:
     if kind is not None:
         if not path.is_file():
             raise RecipeError(f"dataset_name={name!r}: no such file.")
-        check_local_rows(path, name)
+        if path.stat().st_size == 0:
+            raise RecipeError(f"dataset_name={name!r}: the file is empty.")
         try:
             return load_dataset(kind, data_files=str(path), split="train")
         except Exception as error:
+            check_local_rows(path, name)  # read the file again only to name the empty file or the bad row
             cause = error.__cause__ or error
             raise RecipeError(f"dataset_name={name!r} could not be read as {kind}: {cause}") from None
     try:
@@ -135,7 +137,7 @@ def check_local_rows(path: Path, name: str) -> None:
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rt", encoding="utf-8", errors="replace") as handle:
         lines = [line for line in handle if line.strip()] if ".jsonl" in path.suffixes else None
-    if path.stat().st_size == 0 or lines == []:
+    if lines == []:
         raise RecipeError(f"dataset_name={name!r}: the file is empty.")
     for number, line in enumerate(lines or [], 1):
         try:

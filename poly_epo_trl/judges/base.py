@@ -11,6 +11,8 @@ from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+import numpy as np
+
 from ..advantages.objectives import DEGENERATE_CLUSTER_ID
 from .errors import JudgeError
 
@@ -207,17 +209,6 @@ class RateLimitedWarning:
         self.last, self.suppressed = now, 0
 
 
-def percentile(values: Sequence[float], q: float) -> float:
-    """The q-th percentile (0..100) by linear interpolation; NaN for no values."""
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    position = (len(ordered) - 1) * q / 100
-    low = int(position)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
-
-
 def step_metrics(stats: dict[str, float], latencies: Sequence[float]) -> dict[str, float]:
     """One step's judge metrics from summed counters and all request latencies: every counter, plus
     ``fallback_frac`` (groups that fell back / groups judged), ``latency_p50`` / ``latency_p95``, and zeros for the
@@ -229,8 +220,7 @@ def step_metrics(stats: dict[str, float], latencies: Sequence[float]) -> dict[st
     for name in ALWAYS_LOGGED:
         metrics.setdefault(name, 0.0)
     if latencies:
-        metrics["latency_p50"] = percentile(latencies, 50)
-        metrics["latency_p95"] = percentile(latencies, 95)
+        metrics["latency_p50"], metrics["latency_p95"] = (float(p) for p in np.percentile(latencies, [50, 95]))
     return metrics
 
 

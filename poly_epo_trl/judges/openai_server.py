@@ -45,6 +45,14 @@ def refuse_credentials(url: str, where: str) -> None:
         )
 
 
+def check_url(url: str, where: str) -> None:
+    """ValueError when ``url`` is not an http(s) URL, or carries credentials (``refuse_credentials``)."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(f"{where} {redact_url(url)!r} is not an http(s) URL like http://127.0.0.1:8000/v1.")
+    refuse_credentials(url, where)
+
+
 def split_base_url(spec: str) -> tuple[str, str]:
     """``<base_url>/<model>`` split after the last version segment of the path (``v1``, ``v1beta``; a following
     ``openai`` segment stays with the base URL), so base URLs with a path prefix and model ids with ``/`` both
@@ -101,12 +109,7 @@ class OpenAICompatibleJudge(LMJudge):
         **kwargs: Any,
     ) -> None:
         super().__init__(model or "", **kwargs)
-        parts = urlsplit(base_url)
-        if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise ValueError(
-                f"judge base URL {redact_url(base_url)!r} is not an http(s) URL like http://host:8000/v1."
-            )
-        refuse_credentials(base_url, "The judge base URL")
+        check_url(base_url, "The judge base URL")
         self.base_url = base_url.rstrip("/")
         self.api_key_env = api_key_env
         self.extra_body = dict(extra_body or {})

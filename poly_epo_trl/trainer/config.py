@@ -7,7 +7,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from trl import GRPOConfig
 
@@ -16,7 +15,7 @@ from ..checks import check_field_types
 from ..importing import import_callable
 from ..judges.base import FALLBACKS
 from ..judges.llm import STRUCTURED_OUTPUTS
-from ..judges.openai_server import redact_url, refuse_credentials
+from ..judges.openai_server import check_url, refuse_credentials
 from ..judges.prompts import BUILTIN_TEMPLATES
 from ..judges.resilience import RetryPolicy
 
@@ -297,13 +296,7 @@ class PolyEPOConfig(GRPOConfig):
             if kind == "openai" and arg:
                 refuse_credentials(arg, "The judge spec's URL")
         if self.judge_base_url is not None:
-            refuse_credentials(self.judge_base_url, "judge_base_url")
-            parts = urlsplit(self.judge_base_url)
-            if parts.scheme not in ("http", "https") or not parts.netloc:
-                raise ValueError(
-                    f"judge_base_url={redact_url(self.judge_base_url)!r} is not an http(s) URL like "
-                    "http://127.0.0.1:8000/v1."
-                )
+            check_url(self.judge_base_url, "judge_base_url")
 
     def judge_options(self) -> dict[str, Any]:
         """Keyword arguments of ``resolve_judge`` for the ``judge`` spec."""

@@ -127,11 +127,12 @@ class _JudgedGroupsTrainer(FiniteRewardsGRPOTrainer):
         summed = {name: totals[:, i].sum().item() for i, name in enumerate(names)}
         latencies = gather_object(self.judge.pop_latencies())
         causes = [cause for cause in gather_object([self.judge.last_failure]) if cause]
-        for name, value in step_metrics(summed, latencies).items():
+        metrics = step_metrics(summed, latencies)
+        for name, value in metrics.items():
             self._metrics[mode][f"judge/{name}"].append(value)
         self._metrics[mode]["judge/seconds"].append(totals[:, -1].max().item())
         if mode == "train":
-            self._check_fallback_frac(step_metrics(summed, [])["fallback_frac"], causes)
+            self._check_fallback_frac(metrics["fallback_frac"], causes)
 
     def _check_fallback_frac(self, fallback_frac: float, causes: list[str]) -> None:
         """JudgeFailing after ``judge_fallback_patience`` steps in a row above ``judge_max_fallback_frac``. Every
