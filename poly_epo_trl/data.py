@@ -182,7 +182,8 @@ def format_dataset(dataset: Dataset, args: DatasetArguments, max_rows: int | Non
         else:
             out["prompt"] = text
         if args.answer_column:
-            out["answer"] = str(row[args.answer_column])
+            gold = row[args.answer_column]
+            out["answer"] = None if gold is None else str(gold)  # missing stays missing: not the text "None"
         if args.tests_column:
             out["tests"] = row[args.tests_column]
         if args.code_setup_column:

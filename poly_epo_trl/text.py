@@ -48,5 +48,32 @@ def last_boxed(text: str) -> str | None:
 
 
 def normalize_answer(answer: str) -> str:
-    """Drop whitespace, dollar signs and a trailing period; lowercase."""
-    return re.sub(r"\s+|\$", "", answer).rstrip(".").lower()
+    """Drop whitespace, dollar signs and a trailing period. Case is kept (``\\Pi`` is not ``\\pi``, ``N`` is not
+    ``n``) except in plain words of two or more letters (``Yes`` is ``yes``), which are lowercased."""
+    text = re.sub(r"\s+|\$", "", answer).rstrip(".")
+    return text.lower() if re.fullmatch(r"[A-Za-z]{2,}", text) else text
+
+
+_TEXT_BLOCK = re.compile(r"\\(?:text|textbf|textit|mathrm|operatorname|mbox)\s*\{[^{}]*\}")
+_IDENTIFIER = re.compile(r"\\[A-Za-z]+|[A-Za-z]")
+
+
+def identifiers(latex: str) -> set[str]:
+    """Variables and constants of a LaTeX answer: single letters and letter commands (``\\Pi``, ``\\pi``), with
+    their case; command names that are not letters (``\\frac``, ``\\sqrt``) and ``\\text{...}`` content left out."""
+    found = set(_IDENTIFIER.findall(_TEXT_BLOCK.sub(" ", latex)))
+    return {token for token in found if len(token) == 1 or token[1:].lower() in _GREEK}
+
+
+def differ_only_in_case(gold: str, prediction: str) -> bool:
+    """True when two answers name the same variables up to case but not exactly (``\\Pi`` vs ``\\pi``, ``N`` vs
+    ``n``, ``x+N`` vs ``x+n``): math-verify lowercases symbols, so it calls such answers equal."""
+    a, b = identifiers(gold), identifiers(prediction)
+    return a != b and {t.lower() for t in a} == {t.lower() for t in b}
+
+
+_GREEK = {
+    "alpha", "beta", "gamma", "delta", "epsilon", "varepsilon", "zeta", "eta", "theta", "vartheta", "iota", "kappa",
+    "lambda", "mu", "nu", "xi", "omicron", "pi", "varpi", "rho", "varrho", "sigma", "varsigma", "tau", "upsilon",
+    "phi", "varphi", "chi", "psi", "omega",
+}  # fmt: skip

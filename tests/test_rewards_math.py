@@ -36,12 +36,39 @@ CASES = [
     ("\\boxed{\\frac{1}{", "1", 0.0),  # malformed LaTeX, unclosed box
     ("\\boxed{\\frac{1}{2}", "\\frac{1}{2}", 0.0),  # unclosed box: no answer
     ("\\boxed{42}", "\\boxed{42}", 1.0),  # gold given boxed
+    # case matters for symbols (math-verify lowercases them): pi is not Pi, n is not N
+    ("\\boxed{\\pi}", "\\Pi", 0.0),
+    ("\\boxed{\\Pi}", "\\Pi", 1.0),
+    ("\\boxed{n}", "N", 0.0),
+    ("\\boxed{x+n}", "x+N", 0.0),
+    ("\\boxed{2N}", "N+N", 1.0),
+    ("\\boxed{\\frac{4\\pi}{2}}", "2\\pi", 1.0),
+    ("\\boxed{yes}", "Yes", 1.0),  # words are compared without case
+    ("\\boxed{\\text{Yes}}", "yes", 1.0),
+    ("\\boxed{none}", "None", 1.0),  # a reference that is the word itself
 ]
 
 
 @pytest.mark.parametrize(("completion", "gold", "expected"), CASES)
 def test_tricky_cases(verifier, completion, gold, expected):
     assert math_reward([completion], [gold], verifier=verifier) == [expected]
+
+
+@pytest.mark.parametrize("gold", [None, "", "  "])
+def test_missing_reference_is_not_scored(verifier, gold):
+    """A row without a reference answer is skipped (None), never matched by \\boxed{none} or anything else."""
+    completions = ["\\boxed{none}", "\\boxed{None}", "\\boxed{}", "no box"]
+    assert math_reward(completions, [gold] * 4, verifier=verifier) == [None] * 4
+
+
+def test_missing_reference_stays_missing_through_the_dataset(tmp_path):
+    from poly_epo_trl.data import DatasetArguments, format_dataset, load_table
+
+    path = tmp_path / "rows.jsonl"
+    path.write_text('{"problem": "1+1", "answer": "2"}\n{"problem": "?", "answer": null}\n')
+    rows = format_dataset(load_table(DatasetArguments(dataset_name=str(path)), "train"), DatasetArguments())
+    assert rows["answer"] == ["2", None]
+    assert math_reward(["\\boxed{none}"] * 2, rows["answer"]) == [0.0, None]
 
 
 def test_chat_completions_and_batch(verifier):

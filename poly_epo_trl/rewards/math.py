@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from ..text import last_boxed, message_text, normalize_answer
+from ..text import differ_only_in_case, last_boxed, message_text, normalize_answer
 
 
 class _Worker:
@@ -112,17 +112,21 @@ def default_verifier() -> MathVerifier:
 
 def math_reward(
     completions: Sequence[Any], answer: Sequence[Any], verifier: MathVerifier | None = None, **kwargs: Any
-) -> list[float]:
+) -> list[float | None]:
     """TRL reward: 1.0 when the completion's last \\boxed{} equals the ``answer`` column (normalised text, else
-    math-verify equivalence), 0.0 otherwise; no boxed answer scores 0."""
+    math-verify equivalence, case-sensitive: ``\\Pi`` is not ``\\pi``), 0.0 otherwise; no boxed answer scores 0.
+    A row without a reference answer (None or blank) is not scored: None, which TRL and the trainers skip."""
     if len(completions) != len(answer):
         raise ValueError(f"math_reward got {len(completions)} completions and {len(answer)} answers.")
-    rewards = [0.0] * len(completions)
+    rewards: list[float | None] = [0.0] * len(completions)
     to_verify: list[int] = []
     pairs: list[tuple[str, str]] = []
     for i, (completion, gold) in enumerate(zip(completions, answer, strict=True)):
+        if gold is None or not str(gold).strip():
+            rewards[i] = None
+            continue
         boxed = last_boxed(message_text(completion))
-        if boxed is None or not boxed.strip() or gold is None:
+        if boxed is None or not boxed.strip():
             continue
         gold_text = str(gold).strip()
         if gold_text.startswith("\\boxed"):
@@ -132,6 +136,7 @@ def math_reward(
         else:
             to_verify.append(i)
             pairs.append((gold_text, boxed))
-    for i, ok in zip(to_verify, (verifier or default_verifier()).equivalent(pairs), strict=True):
-        rewards[i] = float(ok)
+    verdicts = (verifier or default_verifier()).equivalent(pairs)
+    for i, (gold_text, boxed), ok in zip(to_verify, pairs, verdicts, strict=True):
+        rewards[i] = float(ok and not differ_only_in_case(gold_text, boxed))
     return rewards
