@@ -1,12 +1,62 @@
-"""Checks of recipe values that argparse does not make: a YAML recipe hands its values to the config classes as they
-are (``set_size: 2.5`` stays a float, ``reward_funcs: math`` a string), so each field's value is held to its type."""
+"""Recipes at the door: parse a YAML recipe plus command-line overrides into the config classes, with one-line
+errors (``RecipeError``) for bad YAML, unknown keys and bad values. A YAML recipe hands its values over as they are
+(``set_size: 2.5`` stays a float, ``reward_funcs: math`` a string), so each field's value is held to its type."""
 
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import types
 import typing
 from typing import Any, Literal, Union
+
+
+class RecipeError(ValueError):
+    """A recipe that cannot run; the message says what to change."""
+
+
+def parse_recipe(classes: tuple[type, ...], argv: list[str] | None) -> tuple[Any, ...]:
+    """``TrlParser(classes).parse_args_and_config(argv)``, every value held to its field's type, and every user
+    error (YAML syntax, unreadable file, unknown key, bad value) a ``RecipeError`` of one line."""
+    import yaml
+    from trl import TrlParser
+
+    parser = TrlParser(classes)
+    parser.error = _argument_error
+    try:
+        parsed = parser.parse_args_and_config(argv)
+        for obj in parsed:  # ours check their fields in __post_init__, before any conversion; others (TRL's) here
+            if not type(obj).__module__.startswith(__package__):
+                check_field_types(obj)
+    except yaml.YAMLError as error:
+        where = getattr(error, "problem_mark", None)
+        at = f" (line {where.line + 1}, column {where.column + 1})" if where is not None else ""
+        problem = getattr(error, "problem", None) or error
+        raise RecipeError(f"The recipe is not valid YAML{at}: {problem}.") from None
+    except OSError as error:
+        raise RecipeError(f"Cannot read the recipe: {error}.") from None
+    except (ValueError, TypeError) as error:
+        raise RecipeError(_explain_unknown(str(error), classes)) from None
+    return tuple(parsed)
+
+
+def _argument_error(message: str) -> None:
+    """argparse's error, without its 200-line usage dump: ``--set_size/--set-size: invalid int value: 'four'``."""
+    field_name = message.split("/", 1)[0].removeprefix("argument --").strip()
+    raise RecipeError(f"{field_name}: {message.split(': ', 1)[-1]}.")
+
+
+def _explain_unknown(message: str, classes: tuple[type, ...]) -> str:
+    """TrlParser's unknown-key error as the keys, each with the closest known field."""
+    if "Unknown arguments" not in message and "not used by" not in message:
+        return message
+    known = {f.name for cls in classes for f in dataclasses.fields(cls)}
+    keys = [word.strip("'[],") for word in message.split() if word.strip("'[],").startswith("--")]
+    hints = []
+    for key in keys:
+        close = difflib.get_close_matches(key[2:], known, n=1)
+        hints.append(f"{key[2:]!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+    return f"Unknown recipe keys: {', '.join(hints)}. Remove or rename them."
 
 
 def _accepts(hint: Any, value: Any) -> bool:

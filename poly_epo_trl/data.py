@@ -3,19 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from datasets import Dataset, load_dataset
 
-from .checks import check_field_types
+from .checks import RecipeError, check_field_types
 
 MATH_INSTRUCTION = "Please reason step by step, and put your final answer within \\boxed{}."
-
-
-class RecipeError(ValueError):
-    """A recipe that cannot run; the message says what to change."""
 
 
 @dataclass
@@ -24,9 +21,20 @@ class DatasetArguments:
 
     dataset_name: str = field(
         default="builtin:sum_pair",
-        metadata={"help": "Hub dataset id, a local .json/.jsonl/.csv/.parquet file, or 'builtin:sum_pair'."},
+        metadata={
+            "help": "Hub dataset id; a local .json/.jsonl/.csv/.parquet file (one split, or rows tagged by "
+            "split_column), a file name with '{split}' (data/{split}.jsonl), or a folder of split files "
+            "(train.jsonl, test.jsonl); or 'builtin:sum_pair'."
+        },
     )
     dataset_config: str | None = field(default=None, metadata={"help": "Dataset configuration name."})
+    split_column: str | None = field(
+        default="split",
+        metadata={
+            "help": "A local file with this column holds several splits: only the rows whose value is the split "
+            "asked for are read. A file without it is one split."
+        },
+    )
     prompt_column: str = field(default="problem", metadata={"help": "Column holding the problem text."})
     answer_column: str | None = field(
         default="answer", metadata={"help": "Column with the reference answer, passed to rewards as `answer`."}
@@ -79,7 +87,8 @@ class DatasetArguments:
 
 
 def load_table(args: DatasetArguments, split: str) -> Dataset:
-    """The raw rows: ``builtin:sum_pair`` (its split ``test`` holds the held-out sums), a local file, or the Hub."""
+    """The raw rows of ``split``: ``builtin:sum_pair`` (its split ``test`` holds the held-out sums), a local file
+    (filtered by ``split_column`` when it has one), a ``{split}`` file name, a folder of split files, or the Hub."""
     name = args.dataset_name
     if name == "builtin:sum_pair":
         from .demo.task import make_prompt
@@ -87,19 +96,13 @@ def load_table(args: DatasetArguments, split: str) -> Dataset:
 
         totals = HELD_OUT_TOTALS if split == "test" else TRAIN_TOTALS
         return Dataset.from_dict({"problem": [make_prompt(s) for s in totals]})
-    path = Path(name)
-    kind = local_format(path)
-    if kind is not None:
-        if not path.is_file():
-            raise RecipeError(f"dataset_name={name!r}: no such file.")
-        if path.stat().st_size == 0:
-            raise RecipeError(f"dataset_name={name!r}: the file is empty.")
-        try:
-            return load_dataset(kind, data_files=str(path), split="train")
-        except Exception as error:
-            check_local_rows(path, name)  # read the file again only to name the empty file or the bad row
-            cause = error.__cause__ or error
-            raise RecipeError(f"dataset_name={name!r} could not be read as {kind}: {cause}") from None
+    if "{split}" in name:
+        return load_local_file(args, Path(name.replace("{split}", split)), split)
+    path = Path(name).expanduser()
+    if local_format(path) is not None:
+        return load_local_file(args, path, split)
+    if path.is_dir():
+        return load_local_folder(path, split, name)
     try:
         return load_dataset(name, args.dataset_config, split=split)
     except Exception as error:
@@ -109,16 +112,113 @@ def load_table(args: DatasetArguments, split: str) -> Dataset:
         ) from None
 
 
-def check_model_path(name: str | None) -> None:
-    """RecipeError for a model that cannot be found before anything loads: unset, or a local path (absolute,
-    ``./``, ``~``, or more than one ``/``; a Hub id has one) that does not exist."""
+def load_local_file(args: DatasetArguments, path: Path, split: str) -> Dataset:
+    """One local file: all its rows, or those of ``split`` when it has the ``split_column``."""
+    name = args.dataset_name
+    kind = local_format(path)
+    if kind is None:
+        raise RecipeError(f"dataset_name={name!r}: {str(path)!r} is not a .json/.jsonl/.csv/.parquet file.")
+    if not path.is_file():
+        raise RecipeError(f"dataset_name={name!r}: no such file {str(path)!r}.")
+    if path.stat().st_size == 0:
+        raise RecipeError(f"dataset_name={name!r}: the file is empty.")
+    try:
+        table = load_dataset(kind, data_files=str(path), split="train")
+    except Exception as error:
+        check_local_rows(path, name)  # read the file again only to name the empty file or the bad row
+        cause = error.__cause__ or error
+        raise RecipeError(f"dataset_name={name!r} could not be read as {kind}: {cause}") from None
+    column = args.split_column
+    if not column or column not in table.column_names:
+        return table
+    tags = table[column]
+    keep = [i for i, tag in enumerate(tags) if str(tag) == split]
+    if not keep:
+        raise RecipeError(
+            f"dataset_name={name!r}: no row has {column}={split!r}; its splits are {sorted({str(t) for t in tags})}. "
+            "Ask for one of them."
+        )
+    return table.select(keep)
+
+
+def load_local_folder(path: Path, split: str, name: str) -> Dataset:
+    """A folder of split files named as ``datasets`` expects (``train.jsonl``, ``test.parquet``, ...)."""
+    try:
+        splits = load_dataset(str(path))
+    except Exception as error:
+        raise RecipeError(
+            f"dataset_name={name!r}: the folder could not be read as split files ({error}). Name its files after "
+            "their splits (train.jsonl, test.jsonl)."
+        ) from None
+    if split not in splits:
+        raise RecipeError(f"dataset_name={name!r}: the folder has no split {split!r}; it has {sorted(splits)}.")
+    return splits[split]
+
+
+def problem_fingerprints(table: Dataset, prompt_column: str, max_rows: int | None = None) -> set[str]:
+    """Short hashes of the problems (the prompt column's text, stripped): two tables share a problem when they
+    share a fingerprint, whatever the instruction or chat format around it."""
+    import hashlib
+
+    if prompt_column not in table.column_names:
+        return set()
+    texts = table[prompt_column][: max_rows if max_rows is not None else len(table)]
+    return {hashlib.sha256(str(text).strip().encode()).hexdigest()[:16] for text in texts}
+
+
+TRAINING_PROBLEMS = "training_problems.json"
+
+
+def save_training_problems(output_dir: str, fingerprints: set[str], dataset_name: str, split: str) -> None:
+    """Record what a run trains on, next to its checkpoints, so ``poly-epo eval`` can refuse those rows."""
+    folder = Path(output_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    record = {"dataset_name": dataset_name, "split": split, "fingerprints": sorted(fingerprints)}
+    temporary = folder / f".{TRAINING_PROBLEMS}.{os.getpid()}"
+    temporary.write_text(json.dumps(record))
+    os.replace(temporary, folder / TRAINING_PROBLEMS)
+
+
+def load_training_problems(checkpoint: str) -> dict[str, Any] | None:
+    """The record saved by training, from a run's folder or one of its ``checkpoint-N`` folders; None if absent."""
+    folder = Path(checkpoint).expanduser()
+    for candidate in (folder / TRAINING_PROBLEMS, folder.parent / TRAINING_PROBLEMS):
+        if candidate.is_file():
+            return json.loads(candidate.read_text())
+    return None
+
+
+def refuse_training_rows(held_out: set[str], trained: set[str], what: str, override: str) -> None:
+    """RecipeError when held-out problems are also training problems."""
+    shared = held_out & trained
+    if shared:
+        raise RecipeError(
+            f"{what}: {len(shared)} of {len(held_out)} held-out problems are training problems (a single file without "
+            "a split column is the same rows for every split). Evaluate on held-out rows (a file per split, a "
+            f"'{{split}}' file name, or a split column), or set {override}: true to evaluate on them anyway."
+        )
+
+
+def check_model_path(name: str | None, field_name: str = "model_name_or_path") -> None:
+    """RecipeError for a model that cannot be found before anything loads: unset, a local path (absolute, ``./``,
+    ``~``, or more than one ``/``; a Hub id has one) that does not exist, or a folder with no model in it (a run's
+    output_dir before its first save: its ``checkpoint-N`` folders are named)."""
     if not name:
         raise RecipeError(MODEL_UNSET)
     if name.startswith("builtin:"):
         return
-    looks_local = name.startswith(("/", ".", "~")) or name.count("/") > 1
-    if looks_local and not Path(name).expanduser().exists():
-        raise RecipeError(f"model_name_or_path={name!r}: no such directory.")
+    path = Path(name).expanduser()
+    looks_local = name.startswith(("/", ".", "~")) or name.count("/") > 1 or path.is_dir()
+    if not looks_local:
+        return
+    if not path.exists():
+        raise RecipeError(f"{field_name}={name!r}: no such directory.")
+    if path.is_dir() and not any((path / f).is_file() for f in ("config.json", "adapter_config.json")):
+        saved = sorted(
+            path.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[-1]) if p.name[11:].isdigit() else -1
+        )
+        hint = f" Its latest checkpoint is {str(saved[-1])!r}." if saved else " Has the run saved a model yet?"
+        raise RecipeError(f"{field_name}={name!r}: no model in this folder (no config.json).{hint}")
 
 
 def check_output_dir(path: str) -> None:

@@ -12,14 +12,24 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trl import TrlParser
-
-from .data import DatasetArguments, RecipeError, format_dataset, load_table, resolve_model
+from .checks import RecipeError, parse_recipe
+from .data import (
+    DatasetArguments,
+    check_model_path,
+    check_output_dir,
+    format_dataset,
+    load_table,
+    load_training_problems,
+    problem_fingerprints,
+    refuse_training_rows,
+    resolve_model,
+)
 from .evaluation.plots import plot_report
 from .evaluation.report import summarize
 from .evaluation.runner import evaluate_checkpoint
@@ -31,6 +41,7 @@ from .judges.answer import ANSWER_MODES
 from .rewards import SandboxUnavailable, resolve_reward
 
 logger = logging.getLogger(__name__)
+DTYPES = ("auto", "float32", "float16", "bfloat16")
 
 
 @dataclass
@@ -85,25 +96,56 @@ class EvalArguments(DatasetArguments):
     confidence: float = field(default=0.95, metadata={"help": "Confidence level of the bands."})
     maj_subsets: int = field(default=200, metadata={"help": "Random k-subsets averaged for maj@k (1 < k < n)."})
     overwrite: bool = field(default=False, metadata={"help": "Discard samples drawn with other settings."})
+    eval_on_training_rows: bool = field(
+        default=False,
+        metadata={
+            "help": "Allow problems a checkpoint was trained on (training saves their fingerprints in its "
+            "output_dir; refused by default)."
+        },
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.backend not in BACKENDS:
-            raise ValueError(f"backend={self.backend!r}: use one of {BACKENDS}.")
-        if self.vote_answer not in ANSWER_MODES:
-            raise ValueError(f"vote_answer={self.vote_answer!r}: use one of {ANSWER_MODES}.")
-        if not 0 < self.confidence < 1:
-            raise ValueError(f"confidence={self.confidence}: use a level in (0, 1), e.g. 0.95.")
-        if self.chunk_size < 1 or self.bootstrap < 1 or self.maj_subsets < 1:
-            raise ValueError("chunk_size, bootstrap and maj_subsets must be at least 1.")
+        if not self.model_name_or_path:
+            raise RecipeError("model_name_or_path is empty: name the checkpoints to compare, each 'label=path'.")
+        if not self.reward_funcs:
+            raise RecipeError("reward_funcs is empty: name at least one reward, e.g. [math].")
+        if self.reward_weights is not None and len(self.reward_weights) != len(self.reward_funcs):
+            raise RecipeError(
+                f"reward_weights has {len(self.reward_weights)} entries for {len(self.reward_funcs)} rewards."
+            )
+        choices = {"backend": BACKENDS, "vote_answer": ANSWER_MODES, "dtype": DTYPES}
+        for name, allowed in choices.items():
+            if getattr(self, name) not in allowed:
+                raise RecipeError(f"{name}={getattr(self, name)!r}: use one of {list(allowed)}.")
+        at_least_one = ("num_samples", "max_new_tokens", "batch_size", "chunk_size", "bootstrap", "maj_subsets")
+        for name in (*at_least_one, "judge_max_concurrency", "max_problems", "judge_samples"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise RecipeError(f"{name}={value}: must be at least 1.")
+        ranges = {
+            "temperature": (self.temperature > 0, "must be > 0 (sampling; 1.0 as in training)"),
+            "top_p": (0 < self.top_p <= 1, "must be in (0, 1]"),
+            "top_k": (self.top_k >= 0, "must be >= 0 (0: off)"),
+            "confidence": (0 < self.confidence < 1, "use a level in (0, 1), e.g. 0.95"),
+            "vllm_gpu_memory_utilization": (0 < self.vllm_gpu_memory_utilization <= 1, "must be in (0, 1]"),
+            "correct_threshold": (math.isfinite(self.correct_threshold), "must be a finite number"),
+        }
+        for name, (ok, why) in ranges.items():
+            if not ok:
+                raise RecipeError(f"{name}={getattr(self, name)}: {why}.")
         if self.judge in ("", "none"):
             self.judge = None
         self.sampling = SamplingSettings(
             self.num_samples, self.max_new_tokens, self.temperature, self.top_p, self.top_k, self.seed
         )
-        labels = [label for label, _ in self.checkpoints()]
+        pairs = self.checkpoints()
+        for (label, path), spec in zip(pairs, self.model_name_or_path, strict=True):
+            if not label or not path:
+                raise RecipeError(f"model_name_or_path entry {spec!r}: write 'path' or 'label=path'.")
+        labels = [label for label, _ in pairs]
         if len(set(labels)) != len(labels):
-            raise ValueError(f"Checkpoint labels {labels} repeat: name them 'label=path'.")
+            raise RecipeError(f"Checkpoint labels {labels} repeat: name them 'label=path'.")
 
     def checkpoints(self) -> list[tuple[str, str]]:
         """(label, path) pairs: 'label=path', else the path's last part."""
@@ -122,23 +164,45 @@ class EvalArguments(DatasetArguments):
 
 
 def parse(argv: list[str] | None = None) -> EvalArguments:
-    try:
-        (args,) = TrlParser((EvalArguments,)).parse_args_and_config(argv)
-    except ValueError as error:
-        raise RecipeError(str(error)) from None
+    (args,) = parse_recipe((EvalArguments,), argv)
     return args
 
 
-def make_sampler(args: EvalArguments, path: str):
-    """The model at ``path`` behind vLLM or transformers."""
+def make_sampler(args: EvalArguments, label: str, path: str):
+    """The model at ``path`` behind vLLM or transformers; a model that cannot be loaded is a RecipeError."""
     backend = choose_backend(args.backend)
-    if backend == "vllm":
-        return VLLMSampler(path, args.sampling, gpu_memory_utilization=args.vllm_gpu_memory_utilization)
-    return TransformersSampler.from_pretrained(path, args.sampling, batch_size=args.batch_size, dtype=args.dtype)
+    try:
+        if backend == "vllm":
+            return VLLMSampler(path, args.sampling, gpu_memory_utilization=args.vllm_gpu_memory_utilization)
+        return TransformersSampler.from_pretrained(path, args.sampling, batch_size=args.batch_size, dtype=args.dtype)
+    except (OSError, ValueError) as error:
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise RecipeError(f"model_name_or_path {label}={path!r} could not be loaded: {reason}") from None
+
+
+def check_held_out(args: EvalArguments, table: Any, checkpoints: list[tuple[str, str]]) -> None:
+    """Refuse problems a checkpoint was trained on (from the fingerprints its training run saved)."""
+    if args.eval_on_training_rows:
+        return
+    held_out = problem_fingerprints(table, args.prompt_column, args.max_problems)
+    for label, path in checkpoints:
+        record = load_training_problems(path)
+        if record is not None:
+            refuse_training_rows(
+                held_out,
+                set(record["fingerprints"]),
+                f"dataset_name={args.dataset_name!r} (split {args.dataset_split!r}) and checkpoint {label} (trained "
+                f"on {record['dataset_name']!r}, split {record['split']!r})",
+                "eval_on_training_rows",
+            )
 
 
 def run(args: EvalArguments) -> dict[str, Any]:
     """Evaluate every checkpoint; write the report and plots; return the report."""
+    check_output_dir(args.output_dir)
+    checkpoints = [(label, resolve_model(spec)) for label, spec in args.checkpoints()]
+    for label, path in checkpoints:
+        check_model_path(path, f"model_name_or_path ({label})")
     try:
         rewards = [resolve_reward(name, args) for name in args.reward_funcs]
         server = {"base_url": args.judge_base_url, "model": args.judge_model}
@@ -148,15 +212,16 @@ def run(args: EvalArguments) -> dict[str, Any]:
         choose_backend(args.backend)
     except (ValueError, ImportError, SandboxUnavailable) as error:
         raise RecipeError(str(error)) from None
-    rows = list(format_dataset(load_table(args, args.dataset_split), args, args.max_problems))
+    table = load_table(args, args.dataset_split)
+    check_held_out(args, table, checkpoints)
+    rows = list(format_dataset(table, args, args.max_problems))
     if not rows:
         raise RecipeError("The dataset is empty after formatting.")
     scorer = Scorer(rewards, args.reward_weights, judge, args.vote_answer, args.judge_samples)
     out = Path(args.output_dir)
     summaries: dict[str, dict[str, Any]] = {}
     problems: dict[str, list[dict[str, Any]]] = {}
-    for label, spec in args.checkpoints():
-        path = resolve_model(spec)
+    for label, path in checkpoints:
         try:
             store = SampleStore(out / label, args.store_settings(path), args.overwrite)
         except ValueError as error:
@@ -164,7 +229,7 @@ def run(args: EvalArguments) -> dict[str, Any]:
         problems[label] = evaluate_checkpoint(
             rows,
             store,
-            lambda path=path: make_sampler(args, path),
+            lambda label=label, path=path: make_sampler(args, label, path),
             scorer,
             chunk_size=args.chunk_size,
             correct_threshold=args.correct_threshold,

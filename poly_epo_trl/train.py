@@ -10,25 +10,27 @@ Everything is checked before the model loads: unknown keys, dataset columns, rew
 
 from __future__ import annotations
 
-import difflib
+import importlib.util
 import logging
+import os
 import sys
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
-import yaml
-from trl import ModelConfig, TrlParser, get_peft_config, get_quantization_config
+from trl import ModelConfig, get_peft_config, get_quantization_config
 
-from .checks import check_field_types
+from .checks import RecipeError, parse_recipe
 from .data import (
     DatasetArguments,
-    RecipeError,
     check_model_path,
     check_output_dir,
     format_dataset,
     load_table,
+    problem_fingerprints,
+    refuse_training_rows,
     resolve_model,
+    save_training_problems,
 )
 from .evaluation.callback import PassAtKCallback
 from .evaluation.sampling import SamplingSettings
@@ -68,7 +70,11 @@ class ScriptArguments(DatasetArguments):
             "eval/maj@n and eval/distinct_correct_clusters (with the recipe's judge) of eval_num_samples samples."
         },
     )
-    eval_dataset_split: str = field(default="test", metadata={"help": "Split of eval_dataset_name."})
+    dataset_test_split: str = field(default="test", metadata={"help": "Split of eval_dataset_name (TRL's name)."})
+    eval_on_training_rows: bool = field(
+        default=False,
+        metadata={"help": "Allow held-out problems that are also training problems (refused by default)."},
+    )
     eval_max_problems: int | None = field(default=64, metadata={"help": "Evaluate on the first problems only."})
     eval_num_samples: int = field(default=16, metadata={"help": "Samples per held-out problem (n of pass@k)."})
 
@@ -78,42 +84,11 @@ class ScriptArguments(DatasetArguments):
             raise RecipeError("reward_funcs is empty: name at least one reward, e.g. [math].")
 
 
-def _argument_error(message: str) -> None:
-    """argparse's error, without its 200-line usage dump: ``--set_size/--set-size: invalid int value: 'four'``."""
-    field_name = message.split("/", 1)[0].removeprefix("argument --").strip()
-    raise RecipeError(f"{field_name}: {message.split(': ', 1)[-1]}.")
-
-
 def parse(argv: list[str] | None = None) -> tuple[ScriptArguments, PolyEPOConfig, ModelConfig]:
-    parser = TrlParser((ScriptArguments, PolyEPOConfig, ModelConfig))
-    parser.error = _argument_error
-    try:
-        script_args, training_args, model_args = parser.parse_args_and_config(argv)
-        check_field_types(model_args)
-    except yaml.YAMLError as error:
-        where = getattr(error, "problem_mark", None)
-        at = f" (line {where.line + 1}, column {where.column + 1})" if where is not None else ""
-        problem = getattr(error, "problem", None) or error
-        raise RecipeError(f"The recipe is not valid YAML{at}: {problem}.") from None
-    except OSError as error:
-        raise RecipeError(f"Cannot read the recipe: {error}.") from None
-    except (ValueError, TypeError) as error:
-        raise RecipeError(_explain_unknown(str(error))) from None
+    script_args, training_args, model_args = parse_recipe((ScriptArguments, PolyEPOConfig, ModelConfig), argv)
     if script_args.trainer not in TRAINERS:
         raise RecipeError(f"trainer={script_args.trainer!r}: use one of {sorted(TRAINERS)}.")
     return script_args, training_args, model_args
-
-
-def _explain_unknown(message: str) -> str:
-    if "Unknown arguments" not in message and "not used by" not in message:
-        return message
-    known = {f.name for cls in (ScriptArguments, PolyEPOConfig, ModelConfig) for f in fields(cls)}
-    keys = [word.strip("'[],") for word in message.split() if word.strip("'[],").startswith("--")]
-    hints = []
-    for key in keys:
-        close = difflib.get_close_matches(key[2:], known, n=1)
-        hints.append(f"{key[2:]!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
-    return f"Unknown recipe keys: {', '.join(hints)}. Remove or rename them."
 
 
 def check_judge(judge: ClusteringJudge, budget: float = PROBE_BUDGET_SECONDS) -> None:
@@ -138,10 +113,18 @@ def check_judge(judge: ClusteringJudge, budget: float = PROBE_BUDGET_SECONDS) ->
         judge.pop_latencies()
 
 
+def check_quantization(model_args: ModelConfig) -> None:
+    """RecipeError for a quantized load without bitsandbytes (ModelConfig refuses 4- and 8-bit together)."""
+    wanted = "load_in_4bit" if model_args.load_in_4bit else "load_in_8bit" if model_args.load_in_8bit else None
+    if wanted and importlib.util.find_spec("bitsandbytes") is None:
+        raise RecipeError(f"{wanted}=true needs bitsandbytes: pip install bitsandbytes (on a CUDA machine).")
+
+
 def build(script_args: ScriptArguments, training_args: PolyEPOConfig, model_args: ModelConfig) -> dict[str, Any]:
     """Everything the trainer needs except the model weights, checked."""
     check_model_path(model_args.model_name_or_path)
     check_output_dir(training_args.output_dir)
+    check_quantization(model_args)
     try:
         rewards = [resolve_reward(name, script_args) for name in script_args.reward_funcs]
     except (ValueError, SandboxUnavailable) as error:
@@ -150,9 +133,9 @@ def build(script_args: ScriptArguments, training_args: PolyEPOConfig, model_args
         raise RecipeError(
             f"reward_weights has {len(training_args.reward_weights)} entries for {len(rewards)} rewards."
         )
-    dataset = format_dataset(
-        load_table(script_args, script_args.dataset_train_split), script_args, script_args.max_train_samples
-    )
+    table = load_table(script_args, script_args.dataset_train_split)
+    trained = problem_fingerprints(table, script_args.prompt_column, script_args.max_train_samples)
+    dataset = format_dataset(table, script_args, script_args.max_train_samples)
     if len(dataset) == 0:
         raise RecipeError("The dataset is empty after formatting.")
     judge = None
@@ -173,14 +156,24 @@ def build(script_args: ScriptArguments, training_args: PolyEPOConfig, model_args
                 f"eval_dataset_name is set: set eval_steps to a whole number of steps (got {eval_steps})."
             )
         held_out = replace(script_args, dataset_name=script_args.eval_dataset_name)
-        eval_rows = list(
-            format_dataset(
-                load_table(held_out, script_args.eval_dataset_split), held_out, script_args.eval_max_problems
-            )
-        )
+        eval_table = load_table(held_out, script_args.dataset_test_split)
+        eval_rows = list(format_dataset(eval_table, held_out, script_args.eval_max_problems))
         if not eval_rows:
             raise RecipeError(f"eval_dataset_name={script_args.eval_dataset_name!r} has no problems.")
-    return {"reward_funcs": rewards, "train_dataset": dataset, "judge": judge, "eval_rows": eval_rows}
+        if not script_args.eval_on_training_rows:
+            refuse_training_rows(
+                problem_fingerprints(eval_table, held_out.prompt_column, script_args.eval_max_problems),
+                trained,
+                f"eval_dataset_name={script_args.eval_dataset_name!r} (split {script_args.dataset_test_split!r})",
+                "eval_on_training_rows",
+            )
+    return {
+        "reward_funcs": rewards,
+        "train_dataset": dataset,
+        "judge": judge,
+        "eval_rows": eval_rows,
+        "training_problems": trained,
+    }
 
 
 def pass_at_k_callback(
@@ -244,6 +237,13 @@ def main(argv: list[str] | None = None) -> Any:
             f"judge {training_args.judge!r}"
         )
         return parts
+    if int(os.environ.get("RANK", "0")) == 0:
+        save_training_problems(
+            training_args.output_dir,
+            parts["training_problems"],
+            script_args.dataset_name,
+            script_args.dataset_train_split,
+        )
     model = resolve_model(model_args.model_name_or_path)
     training_args.model_init_kwargs = model_init_kwargs(model_args, training_args)
     cls = TRAINERS[script_args.trainer]

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from poly_epo_trl import eval as evaluate
 from poly_epo_trl.train import main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -65,6 +66,12 @@ RECIPES = [
     ("code_sandbox_unknown", RECIPE + "code_sandbox: docker\n", "code_sandbox"),
     ("code_memory_zero", RECIPE + "code_memory_mb: 0\n", "code_memory_mb"),
     ("eval_without_steps", RECIPE + "eval_dataset_name: builtin:sum_pair\n", "set eval_steps"),
+    ("split_column_number", RECIPE + "split_column: 3\n", "split_column=3"),
+    ("test_split_list", RECIPE + "dataset_test_split: [test]\n", "dataset_test_split"),
+    ("four_and_eight_bit", RECIPE + "load_in_4bit: true\nload_in_8bit: true\n", "8 bit and 4 bit"),
+    ("four_bit_without_bitsandbytes", RECIPE + "load_in_4bit: true\n", "load_in_4bit=true needs bitsandbytes"),
+    ("lora_rank_text", RECIPE + "use_peft: true\nlora_r: big\n", "lora_r"),
+    ("dtype_number", RECIPE + "dtype: 16\n", "dtype"),
 ]
 
 
@@ -105,3 +112,77 @@ def test_bad_files_stop_at_the_door(files, word, tmp_path, capsys, monkeypatch):
         main(argv)
     err = capsys.readouterr().err
     assert stop.value.code == 2 and word in err and "Traceback" not in err, err[-600:]
+
+
+EVAL_RECIPE = (ROOT / "recipes/tiny/eval/config_demo.yaml").read_text()
+
+
+def eval_replaced(old: str, new: str) -> str:
+    assert old in EVAL_RECIPE, old
+    return EVAL_RECIPE.replace(old, new)
+
+
+# `poly-epo eval`: (case id, recipe text, a word the message must contain)
+EVAL_RECIPES = [
+    ("yaml_syntax", EVAL_RECIPE + "num_samples: [4\n", "not valid YAML (line"),
+    ("unknown_key", EVAL_RECIPE + "num_sample: 4\n", "did you mean 'num_samples'"),
+    ("no_checkpoints", eval_replaced("model_name_or_path: [builtin:demo]", "model_name_or_path: []"), "is empty"),
+    ("checkpoint_missing", eval_replaced("[builtin:demo]", "[a=./no/such/run]"), "no such directory"),
+    ("checkpoint_empty_label", eval_replaced("[builtin:demo]", "['=builtin:demo']"), "'label=path'"),
+    ("checkpoint_labels_repeat", eval_replaced("[builtin:demo]", "[a=builtin:demo, a=builtin:demo]"), "repeat"),
+    ("checkpoints_string", eval_replaced("[builtin:demo]", "builtin:demo"), "write [builtin:demo]"),
+    ("num_samples_zero", eval_replaced("num_samples: 16", "num_samples: 0"), "num_samples=0"),
+    ("num_samples_float", eval_replaced("num_samples: 16", "num_samples: 1.5"), "num_samples=1.5"),
+    ("max_new_tokens_zero", eval_replaced("max_new_tokens: 6", "max_new_tokens: 0"), "max_new_tokens=0"),
+    ("temperature_zero", eval_replaced("temperature: 1.0", "temperature: 0"), "temperature=0"),
+    ("top_p_above_one", EVAL_RECIPE + "top_p: 1.5\n", "top_p=1.5"),
+    ("top_k_negative", EVAL_RECIPE + "top_k: -1\n", "top_k=-1"),
+    ("backend_unknown", eval_replaced("backend: transformers", "backend: onnx"), "backend='onnx'"),
+    ("dtype_unknown", eval_replaced("dtype: float32", "dtype: fp32"), "dtype='fp32'"),
+    ("rewards_empty", eval_replaced("reward_funcs: [sum_pair]", "reward_funcs: []"), "reward_funcs is empty"),
+    ("reward_unknown", eval_replaced("reward_funcs: [sum_pair]", "reward_funcs: [maths]"), "maths"),
+    ("reward_weights_count", EVAL_RECIPE + "reward_weights: [1, 2]\n", "reward_weights"),
+    ("confidence_one", EVAL_RECIPE + "confidence: 1\n", "confidence"),
+    ("judge_samples_zero", EVAL_RECIPE + "judge_samples: 0\n", "judge_samples=0"),
+    ("max_problems_zero", EVAL_RECIPE + "max_problems: 0\n", "max_problems=0"),
+    ("vote_answer_unknown", eval_replaced("vote_answer: text", "vote_answer: mode"), "vote_answer"),
+    ("judge_unknown", eval_replaced("judge: python:poly_epo_trl.demo.task:pair_judge", "judge: oracle"), "oracle"),
+    ("dataset_missing", eval_replaced("dataset_name: builtin:sum_pair", "dataset_name: gone.jsonl"), "no such file"),
+    ("prompt_column_missing", eval_replaced("prompt_column: problem", "prompt_column: q"), "no column 'q'"),
+    ("overwrite_text", EVAL_RECIPE + "overwrite: perhaps\n", "overwrite"),
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "word"), [(text, word) for _, text, word in EVAL_RECIPES], ids=[c for c, _, _ in EVAL_RECIPES]
+)
+def test_a_bad_eval_recipe_stops_at_the_door(text, word, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text(text.replace("output_dir: outputs/tiny/eval", f"output_dir: {tmp_path / 'out'}"))
+    with pytest.raises(SystemExit) as stop:
+        evaluate.main(["--config", str(recipe)])
+    assert stop.value.code == 2
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err and "usage:" not in captured.err
+    errors = [line for line in captured.err.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and word in errors[0], captured.err[-600:]
+    assert not (tmp_path / "out").exists()  # stopped before writing anything
+
+
+def test_eval_checkpoint_without_a_model_names_the_latest_checkpoint(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    for step in (2, 10):
+        (tmp_path / "run" / f"checkpoint-{step}").mkdir(parents=True)
+    (tmp_path / "afile").write_text("x")
+    argv = ["--config", "recipes/tiny/eval/config_demo.yaml", "--output_dir", str(tmp_path / "out")]
+    for extra, word in [
+        (["--model_name_or_path", str(tmp_path / "run")], "latest checkpoint is '" + str(tmp_path / "run")),
+        (["--model_name_or_path", str(tmp_path / "run" / "checkpoint-2")], "no model in this folder"),
+        (["--output_dir", str(tmp_path / "afile" / "out")], "is a file, not a folder"),
+        (["--model_name_or_path", "not-a-hub-model-offline"], "could not be loaded"),
+    ]:
+        with pytest.raises(SystemExit) as stop:
+            evaluate.main([*argv, *extra])
+        err = capsys.readouterr().err
+        assert stop.value.code == 2 and word in err and "Traceback" not in err, err[-600:]

@@ -238,8 +238,85 @@ def test_model_settings_reach_from_pretrained(tmp_path, monkeypatch):
     monkeypatch.chdir(ROOT)
     argv = ["--config", "recipes/tiny/poly_epo/config_cpu.yaml", "--output_dir", str(tmp_path / "out")]
     argv += ["--max_steps", "1", "--attn_implementation", "eager", "--dtype", "float32", "--model_revision", "main"]
+    argv += ["--model_init_kwargs", '{"device_map": "cpu"}']
     trainer = main(argv)
     assert trainer.model.config._attn_implementation == "eager"
     assert trainer.model.dtype == torch.float32
     assert trainer.args.model_init_kwargs["revision"] == "main"
     assert trainer.args.model_init_kwargs["trust_remote_code"] is False
+    assert trainer.args.model_init_kwargs["device_map"] == "cpu"  # model_init_kwargs has the last word
+
+
+def split_layouts(tmp_path: Path) -> dict[str, str]:
+    """The same 12 problems (8 train, 4 test) as a split-tagged file, a folder of split files, a '{split}' name."""
+    rows = [
+        {"problem": f"What is {i} + {i}?", "answer": str(2 * i), "split": "train" if i < 8 else "test"}
+        for i in range(12)
+    ]
+    lines = [json.dumps(r) for r in rows]
+    (tmp_path / "tagged.jsonl").write_text("\n".join(lines))
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "folder" / "train.jsonl").write_text("\n".join(lines[:8]))
+    (tmp_path / "folder" / "test.jsonl").write_text("\n".join(lines[8:]))
+    (tmp_path / "plain.jsonl").write_text(
+        "\n".join(json.dumps({"problem": r["problem"], "answer": r["answer"]}) for r in rows)
+    )
+    return {"tagged": "tagged.jsonl", "folder": "folder", "template": "folder/{split}.jsonl", "plain": "plain.jsonl"}
+
+
+@pytest.mark.parametrize("layout", ["tagged", "folder", "template"])
+def test_local_files_have_splits(layout, tmp_path, monkeypatch):
+    """dataset_train_split / dataset_test_split pick rows of a local dataset: training never sees the test rows."""
+    name = split_layouts(tmp_path)[layout]
+    monkeypatch.chdir(tmp_path)
+    argv = ["--config", str(ROOT / "recipes/tiny/poly_epo/config_cpu.yaml"), "--dry_run", "true"]
+    argv += ["--dataset_name", name, "--eval_dataset_name", name, "--eval_steps", "5", "--output_dir", "out"]
+    parts = main(argv)
+    trained = [row["prompt"] for row in parts["train_dataset"]]
+    held_out = [row["prompt"] for row in parts["eval_rows"]]
+    assert trained == [f"What is {i} + {i}?" for i in range(8)]
+    assert held_out == [f"What is {i} + {i}?" for i in range(8, 12)]
+    parts = main([*argv, "--dataset_train_split", "test", "--eval_on_training_rows", "true"])
+    assert len(parts["train_dataset"]) == 4
+
+
+def test_evaluating_on_training_rows_is_refused_unless_asked(tmp_path, capsys, monkeypatch):
+    split_layouts(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    argv = ["--config", str(ROOT / "recipes/tiny/poly_epo/config_cpu.yaml"), "--dry_run", "true"]
+    argv += ["--dataset_name", "plain.jsonl", "--eval_dataset_name", "plain.jsonl", "--eval_steps", "5"]
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and "12 of 12 held-out problems are training problems" in err, err[-500:]
+    assert "eval_on_training_rows" in err
+    assert len(main([*argv, "--eval_on_training_rows", "true"])["eval_rows"]) == 12
+    tagged = ["--dataset_name", "tagged.jsonl", "--eval_dataset_name", "tagged.jsonl", "--dataset_test_split", "valid"]
+    with pytest.raises(SystemExit):
+        main([*argv, *tagged])
+    assert "no row has split='valid'; its splits are ['test', 'train']" in capsys.readouterr().err
+
+
+def test_eval_refuses_the_problems_a_checkpoint_trained_on(tmp_path, capsys, monkeypatch):
+    """Training saves its problems' fingerprints next to the model; `poly-epo eval` refuses those rows."""
+    from poly_epo_trl import eval as evaluate
+    from poly_epo_trl.demo.task import make_prompt
+    from poly_epo_trl.demo.warm_start import HELD_OUT_TOTALS, TRAIN_TOTALS
+
+    monkeypatch.chdir(ROOT)
+    out = tmp_path / "run"
+    main(["--config", "recipes/tiny/poly_epo/config_cpu.yaml", "--output_dir", str(out), "--max_steps", "1"])
+    record = json.loads((out / "training_problems.json").read_text())
+    assert record["dataset_name"] == "builtin:sum_pair" and len(record["fingerprints"]) == len(TRAIN_TOTALS)
+    seen = tmp_path / "seen.jsonl"
+    seen.write_text("\n".join(json.dumps({"problem": make_prompt(t)}) for t in (*TRAIN_TOTALS[:3], *HELD_OUT_TOTALS)))
+    argv = ["--config", "recipes/tiny/eval/config_demo.yaml", "--model_name_or_path", f"trained={out}"]
+    argv += ["--dataset_name", str(seen), "--output_dir", str(tmp_path / "eval"), "--num_samples", "2"]
+    with pytest.raises(SystemExit) as stop:
+        evaluate.main(argv)
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and f"3 of {3 + len(HELD_OUT_TOTALS)} held-out problems are training" in err, err
+    report = evaluate.main([*argv, "--eval_on_training_rows", "true", "--max_problems", "2"])
+    assert len(report["problems"]["trained"]) == 2
+    held_out = evaluate.main([*argv[:-6], "--output_dir", str(tmp_path / "eval2"), "--num_samples", "2"])
+    assert len(held_out["problems"]["trained"]) == len(HELD_OUT_TOTALS)  # builtin:sum_pair's test split: allowed
