@@ -11,6 +11,7 @@ from poly_epo_trl.advantages import (
     diversity_bonus,
     group_relative_advantages,
     marginal_set_advantages,
+    scale_advantages,
 )
 
 OBJECTIVE_GATES = [("polychromic", False), ("polychromic", True), ("pass_at_n", False), ("mean", False)]
@@ -269,3 +270,63 @@ def test_compare_advantages_relations():
     assert torch.allclose(torch.tensor(table["Poly-EPO (sum)"]), torch.tensor(table["Poly-EPO"]) * math.comb(7, 3))
     distinct = compare_advantages(rewards, list(range(8)), set_size=4, diversity_coef=0.5)
     assert distinct["GRPO+DIV"] == pytest.approx(distinct["GRPO"])  # an equal bonus for all cancels out
+
+
+def reference_scaled(values, scored, eps=1e-4):
+    """A / (stdev + eps) over the scored entries, with the standard library's unbiased stdev (0 for fewer than 2)."""
+    import statistics
+
+    kept = [v for v, s in zip(values, scored, strict=True) if s]
+    std = statistics.stdev(kept) if len(kept) > 1 else 0.0
+    return [v / (std + eps) if s else 0.0 for v, s in zip(values, scored, strict=True)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(groups(), st.sampled_from(OBJECTIVE_GATES), st.sampled_from(["mean", "sum"]))
+def test_group_scaling_commutes_with_the_closed_form(group, objective_gate, reduction):
+    """Closed form, then scale by the group's std == brute force, then the same scaling computed independently."""
+    rewards, clusters, n = group
+    objective, gate = objective_gate
+    scored = [not math.isnan(r) for r in rewards]
+    exact = brute_force_advantages(rewards, clusters, n, objective, gate, reduction)
+    expected = torch.tensor(reference_scaled(exact, scored), dtype=torch.float64)
+    got = advantages(rewards, clusters, n, objective=objective, gate=gate, reduction=reduction)
+    scaled = scale_advantages(got.unsqueeze(0), "group", torch.tensor([scored]))[0]
+    torch.testing.assert_close(scaled, expected, atol=1e-6, rtol=1e-6)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(groups(max_n=6, allow_nan=False), min_size=2, max_size=4), st.sampled_from(OBJECTIVE_GATES))
+def test_batch_scaling_uses_one_std_for_all_groups(batch, objective_gate):
+    size = len(batch[0][0])
+    batch = [g for g in batch if len(g[0]) == size and g[2] == batch[0][2]]
+    objective, gate = objective_gate
+    rewards = torch.tensor([g[0] for g in batch], dtype=torch.float64)
+    clusters = torch.tensor([g[1] for g in batch])
+    got = marginal_set_advantages(rewards, clusters, batch[0][2], objective=objective, gate=gate)
+    flat = got.flatten().tolist()
+    expected = torch.tensor(reference_scaled(flat, [True] * len(flat)), dtype=torch.float64).view_as(got)
+    torch.testing.assert_close(scale_advantages(got, "batch"), expected, atol=1e-6, rtol=1e-6)
+
+
+@settings(max_examples=100, deadline=None)
+@given(groups(allow_nan=False), st.sampled_from(OBJECTIVE_GATES), st.floats(0.25, 8))
+def test_set_advantages_are_linear_in_the_rewards_so_scaling_is_exact(group, objective_gate, factor):
+    """A(c r) = c A(r) for c > 0 (the objectives are positively homogeneous in r), so the scaled advantage of c r is
+    c A(r) / (c std(A(r)) + eps): the scaled variant inherits the closed form's exactness."""
+    rewards, clusters, n = group
+    objective, gate = objective_gate
+    base = advantages(rewards, clusters, n, objective=objective, gate=gate)
+    stretched = advantages([r * factor for r in rewards], clusters, n, objective=objective, gate=gate)
+    torch.testing.assert_close(stretched, base * factor, atol=1e-9, rtol=1e-9)
+    std = base.std().item() if len(rewards) > 1 else 0.0
+    scaled = scale_advantages(stretched.unsqueeze(0), "group")[0]
+    torch.testing.assert_close(scaled, base * factor / (factor * std + 1e-4), atol=1e-6, rtol=1e-6)
+
+
+def test_scaling_none_is_identity_and_unknown_is_refused():
+    values = torch.tensor([[0.5, -0.5, 0.0]])
+    assert scale_advantages(values, "none") is values
+    with pytest.raises(ValueError, match="Unknown scaling 'median'"):
+        scale_advantages(values, "median")
+    assert scale_advantages(torch.tensor([[0.3]]), "group").item() == pytest.approx(0.3 / 1e-4)

@@ -204,10 +204,10 @@ def test_lora_and_num_iterations(model_dir, tmp_path):
         ({"set_objective": "math:nope"}, "could not be imported"),
         ({"set_reduction": "max"}, "set_reduction"),
         ({"set_estimator": "exact"}, "set_estimator"),
-        ({"scale_rewards": "group"}, "scale_rewards='none'"),
+        ({"scale_rewards": "std"}, "scale_rewards='std'"),
+        ({"multi_objective_aggregation": "normalize_then_sum"}, "would invert it"),
         ({"diversity_gate": True, "set_objective": "mean"}, "diversity_gate"),
         ({"set_objective": "math:hypot", "set_estimator": "closed_form"}, "closed_form"),
-        ({"num_generations_eval": 4}, "num_generations_eval"),
     ],
 )
 def test_config_rejects_impossible_settings(tmp_path, overrides, message):
@@ -310,3 +310,86 @@ def test_grpo_div_keeps_each_task_reward_weight_and_the_bonus_apart(model_dir, t
     entry = next(e for e in trainer.state.log_history if "rewards/one/mean" in e)
     assert entry["rewards/one/mean"] == 1.0 and entry["rewards/half/mean"] == 0.5
     assert 0 <= entry["rewards/diversity_bonus/mean"] <= 1
+
+
+class CountingJudge:
+    """A plain judge function that records the groups it was asked about."""
+
+    def __init__(self):
+        self.groups = []
+
+    def __call__(self, prompt, completions):
+        self.groups.append(len(completions))
+        return list(range(len(completions)))
+
+
+def test_trainer_without_args_builds_a_default_config(model_dir, tmp_path, monkeypatch):
+    """As GRPOTrainer builds GRPOConfig('<model>-GRPO'): PolyEPOConfig('<model>-Poly-EPO') with the answer judge."""
+    import transformers.training_args
+    from trl import GRPOTrainer
+
+    from poly_epo_trl.judges.answer import AnswerJudge
+
+    monkeypatch.chdir(tmp_path)
+    # GRPOConfig's default bf16 needs a GPU (or use_cpu): construct as on the GPU machine TRL's minimal example targets
+    monkeypatch.setattr(transformers.training_args, "is_torch_bf16_gpu_available", lambda: True)
+    grpo = GRPOTrainer(model=str(model_dir), reward_funcs=digit_fraction, train_dataset=toy_dataset())
+    assert grpo.args.output_dir.endswith(f"{model_dir.name}-GRPO")
+    trainer = PolyEPOTrainer(model=str(model_dir), reward_funcs=digit_fraction, train_dataset=toy_dataset())
+    assert isinstance(trainer.args, PolyEPOConfig) and trainer.args.output_dir.endswith(f"{model_dir.name}-Poly-EPO")
+    assert isinstance(trainer.judge, AnswerJudge) and trainer.args.judge == "answer"
+    judge = CountingJudge()
+    div = GRPODivTrainer(str(model_dir), digit_fraction, None, train_dataset=toy_dataset(), judge=judge)
+    assert div.args.output_dir.endswith("-GRPO-DIV") and div.args.judge is None
+    assert div.judge.where() and div.args.scale_rewards == "none"
+
+
+@pytest.mark.parametrize("trainer_cls", [PolyEPOTrainer, GRPODivTrainer])
+def test_evaluation_with_one_generation_per_prompt(trainer_cls, model_dir, tmp_path):
+    """num_generations_eval=1: groups of one have advantage 0, and the judge is never asked about them."""
+    judge = CountingJudge()
+    trainer = trainer_cls(
+        model=str(model_dir),
+        reward_funcs=digit_fraction,
+        args=config(
+            tmp_path,
+            max_steps=1,
+            eval_strategy="steps",
+            eval_steps=1,
+            per_device_eval_batch_size=4,
+            num_generations_eval=1,
+        ),
+        train_dataset=toy_dataset(),
+        eval_dataset=toy_dataset(range(40, 44)),
+        processing_class=AutoTokenizer.from_pretrained(model_dir),
+        judge=judge,
+    )
+    trainer.train()
+    batch = trainer.last_set_batch
+    assert batch.mode == "eval" and batch.rewards.shape == (4, 1)
+    assert set(judge.groups) == {8}  # the training groups only
+    if trainer_cls is PolyEPOTrainer:
+        assert torch.count_nonzero(batch.advantages) == 0
+    assert any("eval_loss" in h for h in trainer.state.log_history)
+
+
+@pytest.mark.parametrize("scale", ["group", "batch", True])
+def test_scale_rewards_divides_the_set_advantages_by_their_std(scale, model_dir, tmp_path):
+    from poly_epo_trl.advantages import scale_advantages
+
+    trainer = RecordingTrainer(
+        model=str(model_dir),
+        reward_funcs=digit_fraction,
+        args=config(tmp_path, max_steps=1, scale_rewards=scale),
+        train_dataset=toy_dataset(),
+        processing_class=AutoTokenizer.from_pretrained(model_dir),
+        judge="answer:text",
+    )
+    assert trainer.args.scale_rewards == ("group" if scale is True else scale)
+    trainer.train()
+    batch = trainer.last_set_batch
+    raw = marginal_set_advantages(batch.rewards, batch.cluster_ids, 4)
+    expected = scale_advantages(raw, trainer.args.scale_rewards)
+    torch.testing.assert_close(batch.advantages, expected)
+    assert batch.advantages.abs().max() > raw.abs().max()  # set advantages are small; the std scales them up
+    assert_loss_saw_batch_advantages([(texts, adv) for texts, adv, _ in trainer.seen], batch)

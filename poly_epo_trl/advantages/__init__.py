@@ -11,6 +11,7 @@ from .objectives import (
     polychromic_objective,
     resolve_objective,
 )
+from .scaling import SCALINGS, STD_EPSILON, scale_advantages
 from .set_advantages import ESTIMATORS, REDUCTIONS, marginal_set_advantages
 
 __all__ = [
@@ -18,6 +19,8 @@ __all__ = [
     "DEGENERATE_CLUSTER_ID",
     "ESTIMATORS",
     "REDUCTIONS",
+    "SCALINGS",
+    "STD_EPSILON",
     "compare_advantages",
     "distinct_clusters",
     "diversity_bonus",
@@ -27,4 +30,5 @@ __all__ = [
     "pass_at_n_objective",
     "polychromic_objective",
     "resolve_objective",
+    "scale_advantages",
 ]

@@ -10,7 +10,7 @@ from typing import Any
 
 from trl import GRPOConfig
 
-from ..advantages import BUILTIN_OBJECTIVES, DEGENERATE_CLUSTER_ID, ESTIMATORS, REDUCTIONS
+from ..advantages import BUILTIN_OBJECTIVES, DEGENERATE_CLUSTER_ID, ESTIMATORS, REDUCTIONS, SCALINGS
 from ..checks import check_field_types
 from ..importing import import_callable
 from ..judges.base import FALLBACKS
@@ -26,6 +26,9 @@ def load_objective(spec: str) -> str | Callable:
         return spec
     hint = f"use one of {BUILTIN_OBJECTIVES} or 'package.module:function' for your own f(rewards, cluster_ids)."
     return import_callable(spec, "set_objective", hint)
+
+
+DEFAULT_JUDGE = "answer"  # what a trainer built without args judges with: the final answers, no server needed
 
 
 @dataclass
@@ -44,7 +47,11 @@ class PolyEPOConfig(GRPOConfig):
     )
     scale_rewards: str = field(
         default="none",
-        metadata={"help": "Must stay 'none': the set advantage replaces GRPO's and is not divided by a std."},
+        metadata={
+            "help": "'none' (the paper's Dr.GRPO setting): set advantages as they are. 'group' (or true) / 'batch': "
+            "divided by the std of the group's / the batch's set advantages + 1e-4, as GRPO scales its advantages "
+            "(departs from the paper)."
+        },
     )
     beta: float = field(default=0.0, metadata={"help": "KL coefficient (paper: 0, no reference model)."})
     epsilon: float = field(default=0.2, metadata={"help": "Lower clipping epsilon (paper: 0.2)."})
@@ -190,6 +197,8 @@ class PolyEPOConfig(GRPOConfig):
     )
 
     def __post_init__(self) -> None:
+        if isinstance(self.scale_rewards, bool):  # GRPOConfig's spelling: true is "group", false is "none"
+            self.scale_rewards = "group" if self.scale_rewards else "none"
         check_field_types(self)  # a YAML recipe's values arrive unconverted: hold each to its field's type
         self.validate_grpo_basics()
         super().__post_init__()
@@ -224,12 +233,6 @@ class PolyEPOConfig(GRPOConfig):
                 f"1 and smaller than num_generations (with n = N every rollout is in the single set and all "
                 f"advantages are 0). Lower set_size or raise num_generations."
             )
-        num_eval = self.num_generations_eval or self.num_generations
-        if self.set_size >= num_eval:
-            raise ValueError(
-                f"set_size={self.set_size} needs num_generations_eval > {self.set_size}, got {num_eval}: raise "
-                "num_generations_eval or lower set_size."
-            )
         load_objective(self.set_objective)
         if self.set_reduction not in REDUCTIONS:
             raise ValueError(f"set_reduction must be one of {REDUCTIONS}, got {self.set_reduction!r}.")
@@ -246,14 +249,13 @@ class PolyEPOConfig(GRPOConfig):
             raise ValueError(f"num_sampled_sets must be positive, got {self.num_sampled_sets}.")
         if self.max_enumerated_sets < 1:
             raise ValueError(f"max_enumerated_sets must be positive, got {self.max_enumerated_sets}.")
-        if self.scale_rewards != "none":
-            raise ValueError(
-                f"scale_rewards={self.scale_rewards!r}: the marginal set advantage replaces GRPO's advantage and is "
-                "never divided by a std; set scale_rewards='none'."
-            )
+        if self.scale_rewards not in SCALINGS:
+            raise ValueError(f"scale_rewards={self.scale_rewards!r}: use one of {SCALINGS} (or true / false).")
         if self.multi_objective_aggregation != "sum_then_normalize":
             raise ValueError(
-                "Set RL scores the weighted sum of the rewards: set multi_objective_aggregation='sum_then_normalize'."
+                f"multi_objective_aggregation={self.multi_objective_aggregation!r}: set RL scores the weighted sum "
+                "of the raw rewards, and the set objective multiplies mean reward by diversity, so rewards normalised "
+                "to negative values would invert it. Set multi_objective_aggregation='sum_then_normalize'."
             )
         if self.diversity_coef < 0:
             raise ValueError(f"diversity_coef must be non-negative, got {self.diversity_coef}.")

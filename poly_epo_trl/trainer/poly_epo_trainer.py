@@ -16,12 +16,13 @@ from typing import Any
 import torch
 from accelerate.utils import gather_object
 from trl import GRPOTrainer
+from trl.trainer.utils import get_config_model_id
 
-from ..advantages import diversity_bonus, group_relative_advantages, marginal_set_advantages
+from ..advantages import diversity_bonus, group_relative_advantages, marginal_set_advantages, scale_advantages
 from ..evaluation.diversity import group_diversity_metrics
 from ..judges import ClusteringJudge, JudgeFailing, resolve_judge, step_metrics
 from ..text import message_text, prompt_text
-from .config import PolyEPOConfig, load_objective
+from .config import DEFAULT_JUDGE, PolyEPOConfig, load_objective
 
 logger = logging.getLogger(__name__)
 
@@ -67,8 +68,19 @@ class FiniteRewardsGRPOTrainer(GRPOTrainer):
 class _JudgedGroupsTrainer(FiniteRewardsGRPOTrainer):
     """GRPOTrainer that clusters every group of completions with a judge, once per group across processes."""
 
+    default_output_suffix = "Poly-EPO"
+
     def __init__(self, *args: Any, judge: Any = None, **kwargs: Any) -> None:
         config = kwargs.get("args") if "args" in kwargs else (args[2] if len(args) > 2 else None)
+        if config is None:  # as GRPOTrainer builds GRPOConfig("<model name>-GRPO"), with the default judge
+            model = kwargs.get("model", args[0] if args else None)
+            name = model if isinstance(model, str) else get_config_model_id(model.config)
+            output_dir = f"{name.split('/')[-1]}-{self.default_output_suffix}"
+            config = PolyEPOConfig(output_dir, judge=DEFAULT_JUDGE if judge is None else None)
+            if len(args) > 2:
+                args = (*args[:2], config, *args[3:])
+            else:
+                kwargs["args"] = config
         if not isinstance(config, PolyEPOConfig):
             raise TypeError(
                 f"{type(self).__name__} needs args=PolyEPOConfig(...), got {type(config).__name__}: PolyEPOConfig "
@@ -152,9 +164,15 @@ class _JudgedGroupsTrainer(FiniteRewardsGRPOTrainer):
         """The gathered batch as groups: total reward [G, N] (NaN where no reward function scored the row), the
         judge's ids [G, N] and the texts; advantages are left NaN for the caller to fill in."""
         mode, group_size = self._mode_and_group_size()
-        start = time.perf_counter()
-        cluster_ids, fallbacks, all_prompts, all_completions = self._judge_groups(prompts, completions, group_size)
-        self._log_judge_stats(mode, time.perf_counter() - start)
+        if group_size > 1:
+            start = time.perf_counter()
+            cluster_ids, fallbacks, all_prompts, all_completions = self._judge_groups(prompts, completions, group_size)
+            self._log_judge_stats(mode, time.perf_counter() - start)
+        else:  # groups of one (num_generations_eval=1): nothing to compare, no judge call, advantage 0
+            all_prompts = gather_object([prompt_text(p) for p in prompts])
+            all_completions = gather_object([message_text(c) for c in completions])
+            cluster_ids = torch.zeros((len(all_completions), 1), dtype=torch.long, device=self.accelerator.device)
+            fallbacks = [None] * len(all_completions)
         # the task columns' weights (GRPO+DIV appends the diversity bonus's weight after them)
         weights = self.reward_weights[: rewards_per_func.shape[1]].to(rewards_per_func.device)
         rewards = (rewards_per_func * weights).nansum(dim=1)
@@ -184,12 +202,13 @@ class PolyEPOTrainer(_JudgedGroupsTrainer):
         self._pending_advantages: torch.Tensor | None = None
 
     def compute_set_advantages(self, rewards: torch.Tensor, cluster_ids: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        """Marginal set advantages [G, N] and mean set values [G] under this trainer's settings."""
+        """Marginal set advantages [G, N] and mean set values [G] under this trainer's settings. A group no larger
+        than ``set_size`` (evaluation with fewer generations) is a single set: its advantages are 0."""
         args = self.args
         return marginal_set_advantages(
             rewards,
             cluster_ids,
-            args.set_size,
+            min(args.set_size, rewards.shape[1]),
             objective=self.set_objective,
             reduction=args.set_reduction,
             gate=args.diversity_gate,
@@ -205,6 +224,7 @@ class PolyEPOTrainer(_JudgedGroupsTrainer):
         batch = self._judged_rewards(rewards_per_func, prompts, completions)
         advantages, set_values = self.compute_set_advantages(batch.rewards, batch.cluster_ids)
         advantages = self._apply_fallbacks(advantages, batch)
+        advantages = scale_advantages(advantages, self.args.scale_rewards, ~torch.isnan(batch.rewards))
         batch.advantages = advantages
         self.last_set_batch = batch
         self._pending_advantages = advantages.flatten()
@@ -249,6 +269,8 @@ class GRPODivTrainer(_JudgedGroupsTrainer):
     The bonus is a reward column of its own, ``diversity_bonus`` with weight lambda (``args.diversity_coef``), so
     GRPO's advantage, the reward metrics and the completions table all include it.
     """
+
+    default_output_suffix = "GRPO-DIV"
 
     def __init__(self, *args: Any, judge: Any = None, **kwargs: Any) -> None:
         super().__init__(*args, judge=judge, **kwargs)
