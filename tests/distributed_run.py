@@ -1,6 +1,8 @@
-"""Run under `torchrun --nproc_per_node 2` with <model> <out> <rows per rank> <num_generations> <set_size>.
+"""Run under `torchrun --nproc_per_node 2` with <model> <out> <rows per rank> <num_generations> <set_size>
+[<rank whose judge raises>].
 
-Each rank writes what its loss saw and the batch it computed the advantages from to <out>/rank<k>.pt.
+Each rank writes what its loss saw and the batch it computed the advantages from to <out>/rank<k>.pt; with a failing
+rank, each writes the error training stopped with to <out>/rank<k>.err.
 """
 
 import os
@@ -13,6 +15,7 @@ from tiny import row_keys, toy_dataset
 from transformers import AutoTokenizer
 
 from poly_epo_trl import PolyEPOConfig, PolyEPOTrainer
+from poly_epo_trl.judges import JudgeFailing
 
 torch.set_num_threads(1)
 
@@ -27,7 +30,7 @@ class Recording(PolyEPOTrainer):
         return super()._compute_loss(model, inputs)
 
 
-def main(model_dir: str, out: str, rows_per_rank: int, num_generations: int, set_size: int) -> None:
+def main(model_dir: str, out: str, rows_per_rank: int, num_generations: int, set_size: int, fail_rank: int) -> None:
     args = PolyEPOConfig(
         output_dir=out,
         per_device_train_batch_size=rows_per_rank,
@@ -52,14 +55,22 @@ def main(model_dir: str, out: str, rows_per_rank: int, num_generations: int, set
     )
     trainer.seen = []
     judged = []
-    judge_groups = trainer.judge.judge_groups
+    submit_groups = trainer.judge.submit_groups
+    rank = trainer.accelerator.process_index
 
     def counting(groups):
         judged.append(len(groups))
-        return judge_groups(groups)
+        if rank == fail_rank:
+            raise ConnectionError("the judge server went away")
+        return submit_groups(groups)
 
-    trainer.judge.judge_groups = counting
-    trainer.train()
+    trainer.judge.submit_groups = counting
+    try:
+        trainer.train()
+    except JudgeFailing as error:
+        with open(os.path.join(out, f"rank{rank}.err"), "w") as handle:
+            handle.write(str(error))
+        return
     batch = trainer.last_set_batch
     torch.save(
         {
@@ -78,4 +89,4 @@ def main(model_dir: str, out: str, rows_per_rank: int, num_generations: int, set
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2], *map(int, sys.argv[3:6]))
+    main(sys.argv[1], sys.argv[2], *map(int, sys.argv[3:6]), int(sys.argv[6]) if len(sys.argv) > 6 else -1)

@@ -12,16 +12,20 @@ from poly_epo_trl import marginal_set_advantages
 HERE = Path(__file__).parent
 
 
-def run_two_processes(tmp_path, rows_per_rank: int, num_generations: int, set_size: int, port: int) -> list[dict]:
+def run_two_processes(
+    tmp_path, rows_per_rank: int, num_generations: int, set_size: int, port: int, fail_rank: int = -1
+) -> list[dict]:
     model_dir = save_tiny_model(tmp_path / "model")
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": f"{HERE}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     command = [
         sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", str(port),
         str(HERE / "distributed_run.py"), str(model_dir), str(tmp_path),
-        str(rows_per_rank), str(num_generations), str(set_size),
+        str(rows_per_rank), str(num_generations), str(set_size), str(fail_rank),
     ]  # fmt: skip
     result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-4000:]
+    if fail_rank >= 0:
+        return [{"error": (tmp_path / f"rank{k}.err").read_text()} for k in range(2)]
     return [torch.load(tmp_path / f"rank{k}.pt") for k in range(2)]
 
 
@@ -58,3 +62,16 @@ def test_a_rank_that_owns_no_group_still_trains(tmp_path):
     torch.testing.assert_close(ranks[0]["advantages"], ranks[1]["advantages"])
     expected = marginal_set_advantages(ranks[0]["rewards"], ranks[0]["cluster_ids"], 4)
     torch.testing.assert_close(ranks[1]["advantages"], expected)
+
+
+@pytest.mark.slow
+def test_a_judge_that_fails_on_one_process_stops_every_process_with_the_same_error(tmp_path):
+    """Rank 1's judge raises: both ranks stop at the join with the same JudgeFailing, naming the process and the
+    cause, instead of rank 0 waiting in a gather until the collective timeout (30 minutes by default)."""
+    import time
+
+    start = time.monotonic()
+    ranks = run_two_processes(tmp_path, rows_per_rank=6, num_generations=4, set_size=2, port=29519, fail_rank=1)
+    assert time.monotonic() - start < 300
+    assert ranks[0]["error"] == ranks[1]["error"]
+    assert "failed on process 1: ConnectionError: the judge server went away" in ranks[0]["error"]

@@ -583,3 +583,57 @@ def test_credentials_in_judge_urls_are_refused_and_never_echoed(tmp_path, settin
     assert "s3cret" not in str(error.value) and "judge_api_key_env" in str(error.value)
     with pytest.raises(ValueError, match="carries credentials"):
         OpenAICompatibleJudge("http://user:s3cret@host:8000/v1", "m")
+
+
+def test_plain_judge_functions_judge_groups_concurrently():
+    """A sync judge runs in worker threads: four groups of 0.25 s take about 0.25 s, not 1 s (unless capped at 1)."""
+    import time as clock
+
+    def slow(prompt, completions):
+        clock.sleep(0.25)
+        return list(range(len(completions)))
+
+    groups = [(f"p{i}", ["a", "b"]) for i in range(4)]
+    for cap, low, high in ((32, 0.2, 0.6), (1, 0.95, 2.0)):
+        judge = resolve_judge(slow, max_concurrency=cap)
+        start = clock.perf_counter()
+        assert judge.cluster_groups(groups) == [[0, 1]] * 4
+        assert low < clock.perf_counter() - start < high
+
+
+def test_every_batch_runs_on_one_long_lived_judge_loop():
+    import asyncio
+    import threading
+
+    seen = []
+
+    async def where(prompt, completions):
+        seen.append((threading.current_thread().name, id(asyncio.get_running_loop())))
+        return [0] * len(completions)
+
+    judge = resolve_judge(where)
+    for _ in range(3):
+        judge.cluster_groups([("p", ["a", "b"])])
+    future = judge.submit_groups([("q", ["c"])])  # returns at once; the result arrives on the future
+    assert [r.labels for r in future.result(timeout=5)] == [[0]]
+    assert len(set(seen)) == 1 and seen[0][0] == "poly-epo-judge-loop"
+
+
+def test_lm_judges_send_the_end_of_long_responses():
+    from poly_epo_trl.judges import LMJudge, Reply
+
+    class Recording(LMJudge):
+        name = "recording"
+
+        async def request(self, messages, num_completions, temperature, structured):
+            self.sent = messages[0]["content"]
+            return Reply('{"1": {"strategy": "s", "cluster_id": 1}, "2": {"strategy": "t", "cluster_id": 2}}')
+
+    long = "stepwork " * 500 + "so the answer is \\boxed{7}"
+    judge = Recording("m", max_response_chars=100)
+    assert judge.cluster_groups([("What?", [long, "short \\boxed{3}"])]) == [[0, 1]]
+    assert f"[... {len(long) - 100} characters cut ...]" in judge.sent and "\\boxed{7}" in judge.sent
+    assert "short \\boxed{3}" in judge.sent and judge.sent.count("stepwork") <= 11
+    whole = Recording("m")
+    whole.cluster_groups([("What?", [long, "x"])])
+    assert whole.sent.count("stepwork") == 500

@@ -67,15 +67,17 @@ class Scorer:
     def score(self, rows: Sequence[dict[str, Any]], texts: Sequence[Sequence[str]]) -> list[dict[str, Any]]:
         """One record per problem: ``rewards``, ``answers`` and ``clusters`` (None without a judge or when the
         judge's fallback gave none)."""
+        pending = None
+        if self.judge is not None:  # the judge works in the background while the rewards are computed
+            groups = [
+                (prompt_text(row["prompt"]), list(group[: self.judge_samples]))
+                for row, group in zip(rows, texts, strict=True)
+            ]
+            pending = self.judge.submit_groups(groups)
         rewards = self.rewards(rows, texts)
         clusters: list[list[int] | None] = [None] * len(rows)
-        if self.judge is not None:
-            clusters = self.judge.cluster_groups(
-                [
-                    (prompt_text(row["prompt"]), list(group[: self.judge_samples]))
-                    for row, group in zip(rows, texts, strict=True)
-                ]
-            )
+        if pending is not None:
+            clusters = [result.labels for result in pending.result()]
         return [
             {"rewards": r, "answers": [final_answer(t, self.vote_answer) for t in group], "clusters": c}
             for r, group, c in zip(rewards, texts, clusters, strict=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
 import threading
 import time
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import numpy as np
+from trl.trainer.utils import is_async_callable
 
 from ..advantages.objectives import DEGENERATE_CLUSTER_ID
 from .errors import JudgeError
@@ -34,26 +36,45 @@ def normalize_labels(labels: Sequence[int], degenerate_cluster_id: int = DEGENER
     return out
 
 
+class JudgeLoop:
+    """One long-lived event loop in a daemon thread, where every judge's I/O runs: HTTP clients and their
+    keep-alive connections live as long as the process, and the trainer's main thread only submits and joins."""
+
+    _lock = threading.Lock()
+    _loop: asyncio.AbstractEventLoop | None = None
+    _thread: threading.Thread | None = None
+
+    @classmethod
+    def get(cls) -> asyncio.AbstractEventLoop:
+        with cls._lock:
+            if cls._loop is None or cls._thread is None or not cls._thread.is_alive():
+                loop = asyncio.new_event_loop()
+                ready = threading.Event()
+
+                def serve() -> None:
+                    asyncio.set_event_loop(loop)
+                    loop.call_soon(ready.set)
+                    loop.run_forever()
+
+                cls._thread = threading.Thread(target=serve, name="poly-epo-judge-loop", daemon=True)
+                cls._thread.start()
+                ready.wait()
+                cls._loop = loop
+            return cls._loop
+
+    @classmethod
+    def submit(cls, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        """Schedule ``coro`` on the judge loop; the future's ``result()`` returns or raises what it did."""
+        loop = cls.get()
+        if threading.current_thread() is cls._thread:
+            coro.close()
+            raise RuntimeError("Called from the judge loop itself: await the coroutine instead.")
+        return asyncio.run_coroutine_threadsafe(coro, loop)
+
+
 def run_coroutine(coro: Coroutine[Any, Any, T]) -> T:
-    """Run a coroutine to completion from sync code, also when an event loop is already running (Jupyter)."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    result: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            result["value"] = asyncio.run(coro)
-        except BaseException as error:
-            result["error"] = error
-
-    thread = threading.Thread(target=target, name="poly-epo-judge")
-    thread.start()
-    thread.join()
-    if "error" in result:
-        raise result["error"]
-    return result["value"]
+    """Run a coroutine to completion from sync code (also in Jupyter, where a loop already runs) on the judge loop."""
+    return JudgeLoop.submit(coro).result()
 
 
 FALLBACKS = ("distinct", "grpo", "skip", "raise")
@@ -155,15 +176,24 @@ class ClusteringJudge:
 
         return list(await asyncio.gather(*(one(p, c) for p, c in groups)))
 
+    def submit_groups(self, groups: Sequence[Group]) -> concurrent.futures.Future[list[JudgeResult]]:
+        """Start judging a batch of (prompt, completions) groups on the judge loop and return at once; the future's
+        ``result()`` is one JudgeResult per group (or the error that stopped the batch)."""
+
+        async def timed() -> list[JudgeResult]:
+            start = time.perf_counter()
+            results = await self.ajudge_groups(groups) if groups else []
+            self.stats["groups"] += len(groups)
+            self.stats["seconds"] += time.perf_counter() - start
+            return results
+
+        return JudgeLoop.submit(timed())
+
     def judge_groups(self, groups: Sequence[Group]) -> list[JudgeResult]:
         """Judge a batch of (prompt, completions) groups; one JudgeResult per group."""
         if not groups:
             return []
-        start = time.perf_counter()
-        results = run_coroutine(self.ajudge_groups(groups))
-        self.stats["groups"] += len(groups)
-        self.stats["seconds"] += time.perf_counter() - start
-        return results
+        return self.submit_groups(groups).result()
 
     def cluster_groups(self, groups: Sequence[Group]) -> list[list[int] | None]:
         """Judge a batch of groups; one list of ids per group (None where the fallback is "grpo" or "skip")."""
@@ -233,9 +263,14 @@ class CallableJudge(ClusteringJudge):
         self.name = getattr(fn, "__name__", type(fn).__name__)
 
     async def acluster(self, prompt: str, completions: list[str]) -> list[int]:
-        result = self.fn(prompt, completions)
-        if asyncio.iscoroutine(result):
-            result = await result
+        """An ``async def`` judge is awaited; a plain function runs in a worker thread (``asyncio.to_thread``, as TRL
+        runs async rewards beside sync work), so the groups of a batch are judged concurrently."""
+        if is_async_callable(self.fn):
+            result = await self.fn(prompt, completions)
+        else:
+            result = await asyncio.to_thread(self.fn, prompt, completions)
+            if asyncio.iscoroutine(result):
+                result = await result
         return [int(x) if not isinstance(x, bool) and float(x).is_integer() else x for x in result]
 
 

@@ -72,9 +72,13 @@ class LMJudge(ClusteringJudge):
         cache_dir: str | os.PathLike | None = None,
         seed: int = 0,
         fallback: str = "distinct",
+        max_response_chars: int | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(fallback=fallback, **kwargs)
+        if max_response_chars is not None and max_response_chars < 1:
+            raise ValueError(f"max_response_chars must be positive or None, got {max_response_chars}.")
+        self.max_response_chars = max_response_chars
         if structured_output not in STRUCTURED_OUTPUTS:
             raise ValueError(f"structured_output must be one of {STRUCTURED_OUTPUTS}, got {structured_output!r}.")
         if max_tokens < 1 or temperature < 0:
@@ -139,11 +143,13 @@ class LMJudge(ClusteringJudge):
 
     async def acluster(self, prompt: str, completions: list[str]) -> list[int]:
         n = len(completions)
-        key = cache_key(self.template.digest, type(self).__name__, self.model, prompt, completions)
+        cut = () if self.max_response_chars is None else (self.max_response_chars,)  # uncut: the keys stay as before
+        key = cache_key(self.template.digest, type(self).__name__, self.model, prompt, completions, *cut)
         if self.cache is not None and (cached := self.cache.get(key)) is not None:
             self.stats["cache_hits"] += 1
             return cached
-        messages = [{"role": "user", "content": self.template.render(prompt, completions)}]
+        content = self.template.render(prompt, completions, self.max_response_chars)
+        messages = [{"role": "user", "content": content}]
         reply = await self._ask(messages, n, self.temperature)
         try:
             ids = parse_cluster_ids(reply.text, n)

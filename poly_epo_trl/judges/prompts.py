@@ -41,11 +41,22 @@ class JudgeTemplate:
             raise ValueError(f"Judge template {spec!r} is neither one of {BUILTIN_TEMPLATES} nor a file.")
         return cls(path.read_text(), str(path))
 
-    def render(self, problem: str, completions: list[str]) -> str:
-        responses = "\n\n".join(f"### Answer {i}\n{c.strip()}" for i, c in enumerate(completions, 1))
+    def render(self, problem: str, completions: list[str], max_response_chars: int | None = None) -> str:
+        """The judge's prompt; each response cut to its last ``max_response_chars`` characters (where the answer
+        is), with a marker saying how much was cut."""
+        responses = "\n\n".join(
+            f"### Answer {i}\n{keep_end(c.strip(), max_response_chars)}" for i, c in enumerate(completions, 1)
+        )
         return string.Template(self.text).safe_substitute(
             problem=problem.strip(), responses=responses, num_responses=len(completions)
         )
+
+
+def keep_end(text: str, max_chars: int | None) -> str:
+    """``text``, or its last ``max_chars`` characters after a marker naming how many were cut."""
+    if max_chars is None or len(text) <= max_chars:
+        return text
+    return f"[... {len(text) - max_chars} characters cut ...]\n{text[-max_chars:]}"
 
 
 def extract_json(text: str) -> object:

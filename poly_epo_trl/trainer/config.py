@@ -160,6 +160,13 @@ class PolyEPOConfig(GRPOConfig):
         metadata={"help": "Directory of the on-disk judge cache (shared by processes, reused on resume)."},
     )
     judge_max_tokens: int = field(default=1024, metadata={"help": "Most tokens in a judge's answer."})
+    judge_max_response_chars: int | None = field(
+        default=None,
+        metadata={
+            "help": "LM judges: send only the last this many characters of each response (the end holds the "
+            "answer), to bound the judge's prompt for long completions. None sends them whole, as the authors do."
+        },
+    )
     judge_temperature: float = field(
         default=0.0,
         metadata={"help": "Sampling temperature of the judge (OpenAI-compatible and local judges; 0 is greedy)."},
@@ -273,6 +280,9 @@ class PolyEPOConfig(GRPOConfig):
             raise ValueError(
                 f"judge_template={self.judge_template!r} is neither one of {BUILTIN_TEMPLATES} nor an existing file."
             )
+        chars = self.judge_max_response_chars
+        if chars is not None and chars < 1:
+            raise ValueError(f"judge_max_response_chars={chars}: use a positive count, or null for no cap.")
         for name in ("judge_max_concurrency", "judge_initial_concurrency", "judge_max_tokens"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}.")
@@ -316,6 +326,7 @@ class PolyEPOConfig(GRPOConfig):
             "template": self.judge_template,
             "cache_dir": self.judge_cache_dir,
             "max_tokens": self.judge_max_tokens,
+            "max_response_chars": self.judge_max_response_chars,
             "temperature": self.judge_temperature,
             "structured_output": self.judge_structured_output,
             "initial_concurrency": self.judge_initial_concurrency,

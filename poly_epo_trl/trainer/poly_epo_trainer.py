@@ -1,13 +1,22 @@
 """PolyEPOTrainer: TRL's GRPOTrainer with the marginal set advantage in place of GRPO's advantage.
 
-TRL 1.16 has no advantage hook, so the trainer uses two seams and calls ``super()`` for everything else:
-``_calculate_rewards`` returns the rewards gathered over all processes; there the groups' texts are gathered too,
-each group is judged once, and the set advantages of the whole batch are computed. ``_generate_and_score_completions``
-then swaps each process's slice into the output and the logged completions table.
+TRL 1.16 has no advantage hook, so the trainer uses three seams and calls ``super()`` for everything else:
+
+1. ``_generate`` returns the decoded completions; there the batch's texts are gathered and each process's groups go
+   to the judge's event loop in the background, so the judge runs while TRL computes log-probs and rewards. This
+   seam exists only for that overlap (``_calculate_rewards`` comes after the log-prob passes); its return layout is
+   pinned by ``tests/test_trl_seams.py``.
+2. ``_calculate_rewards`` returns the rewards gathered over all processes; there the verdicts are joined and shared,
+   and the set advantages of the whole batch are computed.
+3. ``_generate_and_score_completions`` swaps each process's slice into the output and the logged completions table.
+
+Collective operations (gathers) stay on the main thread, in the same order on every process; only the judge's own
+work runs in the background.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import logging
 import time
 from dataclasses import dataclass
@@ -38,6 +47,19 @@ class SetBatch:
     prompts: list[str]
     completions: list[str]
     fallbacks: list[str | None]
+
+
+@dataclass
+class PendingJudge:
+    """Judging under way for one generation batch: the gathered texts, the groups this process owns, their future."""
+
+    mode: str
+    group_size: int
+    prompts: list[str]
+    completions: list[str]
+    owned: list[int]
+    future: concurrent.futures.Future
+    waited: float = 0.0  # seconds the main thread waited for the verdicts: what the judge cost the step
 
 
 class FiniteRewardsGRPOTrainer(GRPOTrainer):
@@ -101,48 +123,79 @@ class _JudgedGroupsTrainer(FiniteRewardsGRPOTrainer):
         mode = "train" if self.model.training else "eval"
         return mode, self.num_generations if mode == "train" else self.num_generations_eval
 
-    def _judge_groups(self, prompts: list, completions: list, group_size: int) -> tuple:
-        """Cluster ids [G, N] of the gathered batch, each group's fallback (None when judged), and the texts.
+    def _generate(self, prompts: list):
+        """Seam 1: as soon as the completions exist, start judging this process's groups in the background."""
+        output = super()._generate(prompts)
+        self._pending_judge = self._start_judging(prompts, output[3])  # output[3]: the decoded completions
+        return output
 
-        Each group is judged by the process that holds its first row, so a group straddling two processes is
-        judged once; the verdicts are then shared with every process. Groups whose fallback is "grpo" or "skip"
-        get distinct ids here; the trainer replaces their advantages."""
+    def _start_judging(self, prompts: list, completions: list) -> PendingJudge | None:
+        """Gather the batch's texts (a collective, on the main thread) and submit the groups this process owns to the
+        judge loop. Each group is judged by the process that holds its first row, so a group straddling two
+        processes is judged once. None for groups of one: there is nothing to compare."""
+        mode, group_size = self._mode_and_group_size()
+        if group_size < 2:
+            return None
         all_prompts = gather_object([prompt_text(p) for p in prompts])
         all_completions = gather_object([message_text(c) for c in completions])
         num_groups = len(all_completions) // group_size
-        local_rows = len(completions)
-        rank = self.accelerator.process_index
+        rank, local_rows = self.accelerator.process_index, len(completions)
         owned = [g for g in range(num_groups) if (g * group_size) // local_rows == rank]
         groups = [(all_prompts[g * group_size], all_completions[g * group_size : (g + 1) * group_size]) for g in owned]
-        results = self.judge.judge_groups(groups)
-        judged = gather_object([(g, r.labels, r.fallback) for g, r in zip(owned, results, strict=True)])
-        cluster_ids = torch.full((num_groups, group_size), -1, dtype=torch.long)
-        fallbacks: list[str | None] = [None] * num_groups
-        for g, ids, fallback in judged:
-            cluster_ids[g] = torch.tensor(ids if ids is not None else range(group_size), dtype=torch.long)
-            fallbacks[g] = fallback
-        if (cluster_ids < 0).any():
-            raise RuntimeError("Some groups were not judged by any process; the batch layout is not the expected one.")
-        return cluster_ids.to(self.accelerator.device), fallbacks, all_prompts, all_completions
+        try:
+            future = self.judge.submit_groups(groups)
+        except Exception as error:  # surfaces at the join, where every process learns of it together
+            future = concurrent.futures.Future()
+            future.set_exception(error)
+        return PendingJudge(mode, group_size, all_prompts, all_completions, owned, future)
 
-    def _log_judge_stats(self, mode: str, judge_seconds: float) -> None:
+    def _finish_judging(self, pending: PendingJudge) -> tuple[torch.Tensor, list[str | None]]:
+        """Wait for this process's verdicts and share them (a collective): cluster ids [G, N] and each group's
+        fallback (None when judged). A judge that raised on any process raises the same JudgeFailing on every
+        process, instead of leaving the others waiting in a gather."""
+        waiting = time.perf_counter()
+        try:
+            verdicts, failure = pending.future.result(), None
+        except Exception as error:
+            verdicts, failure = [], f"{type(error).__name__}: {error}"
+            logger.error("The judge failed on process %d", self.accelerator.process_index, exc_info=error)
+        pending.waited = time.perf_counter() - waiting
+        judged = gather_object([(self.accelerator.process_index, failure, pending.owned, verdicts)])
+        failures = [(rank, cause) for rank, cause, _, _ in judged if cause]
+        if failures:
+            rank, cause = failures[0]
+            raise JudgeFailing(f"{self.judge.where()} failed on process {rank}: {cause}")
+        num_groups = len(pending.completions) // pending.group_size
+        rows: list[list[int] | None] = [None] * num_groups
+        fallbacks: list[str | None] = [None] * num_groups
+        for _, _, owned, results in judged:
+            for g, result in zip(owned, results, strict=True):
+                rows[g] = list(result.labels) if result.labels is not None else list(range(pending.group_size))
+                fallbacks[g] = result.fallback
+        if any(row is None for row in rows):
+            raise RuntimeError("Some groups were not judged by any process; the batch layout is not the expected one.")
+        return torch.tensor(rows, dtype=torch.long, device=self.accelerator.device), fallbacks
+
+    def _log_judge_stats(self, mode: str, wait_seconds: float) -> None:
         """Sum the judge's counters over processes, log ``judge/*`` (fallback_frac, invalid_answers, retries,
-        latency percentiles, token usage, ...), and stop training when too many groups keep falling back."""
+        latency percentiles, token usage, ``seconds`` the judge ran, ``wait_seconds`` the step waited for it, ...),
+        and stop training when too many groups keep falling back."""
         stats = self.judge.pop_stats()
-        stats.pop("seconds", None)
+        own_seconds = stats.pop("seconds", 0.0)
         # A process that owned no group has no stats: agree on the names first so every process gathers alike.
         names = sorted(set(gather_object(sorted(stats))))
         counts = torch.tensor(
-            [float(stats.get(name, 0)) for name in names] + [judge_seconds], device=self.accelerator.device
+            [float(stats.get(name, 0)) for name in names] + [own_seconds, wait_seconds], device=self.accelerator.device
         )
-        totals = self.accelerator.gather(counts.unsqueeze(0)).view(-1, len(names) + 1)
+        totals = self.accelerator.gather(counts.unsqueeze(0)).view(-1, len(names) + 2)
         summed = {name: totals[:, i].sum().item() for i, name in enumerate(names)}
         latencies = gather_object(self.judge.pop_latencies())
         causes = [cause for cause in gather_object([self.judge.last_failure]) if cause]
         metrics = step_metrics(summed, latencies)
         for name, value in metrics.items():
             self._metrics[mode][f"judge/{name}"].append(value)
-        self._metrics[mode]["judge/seconds"].append(totals[:, -1].max().item())
+        self._metrics[mode]["judge/seconds"].append(totals[:, -2].max().item())
+        self._metrics[mode]["judge/wait_seconds"].append(totals[:, -1].max().item())
         if mode == "train":
             self._check_fallback_frac(metrics["fallback_frac"], causes)
 
@@ -164,10 +217,13 @@ class _JudgedGroupsTrainer(FiniteRewardsGRPOTrainer):
         """The gathered batch as groups: total reward [G, N] (NaN where no reward function scored the row), the
         judge's ids [G, N] and the texts; advantages are left NaN for the caller to fill in."""
         mode, group_size = self._mode_and_group_size()
+        pending, self._pending_judge = getattr(self, "_pending_judge", None), None
         if group_size > 1:
-            start = time.perf_counter()
-            cluster_ids, fallbacks, all_prompts, all_completions = self._judge_groups(prompts, completions, group_size)
-            self._log_judge_stats(mode, time.perf_counter() - start)
+            if pending is None or pending.mode != mode:  # not started by _generate (called on its own): start now
+                pending = self._start_judging(prompts, completions)
+            cluster_ids, fallbacks = self._finish_judging(pending)
+            all_prompts, all_completions = pending.prompts, pending.completions
+            self._log_judge_stats(mode, pending.waited)
         else:  # groups of one (num_generations_eval=1): nothing to compare, no judge call, advantage 0
             all_prompts = gather_object([prompt_text(p) for p in prompts])
             all_completions = gather_object([message_text(c) for c in completions])

@@ -1,0 +1,72 @@
+"""Pins the three private GRPOTrainer seams PolyEPOTrainer overrides (TRL 1.16), so a TRL change that moves them
+fails here, loudly, rather than silently judging the wrong texts or losing the overlap."""
+
+import inspect
+
+import trl
+from tiny import save_tiny_model, toy_dataset
+from transformers import AutoTokenizer
+from trl import GRPOTrainer
+
+from poly_epo_trl import PolyEPOConfig, PolyEPOTrainer
+
+SEAM_MESSAGE = "TRL {} changed GRPOTrainer.{}: update poly_epo_trl/trainer/poly_epo_trainer.py's seams"
+
+
+def test_the_seams_exist_with_the_signatures_we_override():
+    for name, parameters in {
+        "_generate": ["self", "prompts"],
+        "_calculate_rewards": ["self", "inputs", "prompts", "completions", "completion_ids_list"],
+        "_generate_and_score_completions": ["self", "inputs"],
+    }.items():
+        method = getattr(GRPOTrainer, name, None)
+        assert method is not None, SEAM_MESSAGE.format(trl.__version__, name)
+        assert list(inspect.signature(method).parameters) == parameters, SEAM_MESSAGE.format(trl.__version__, name)
+
+
+def test_generate_returns_the_decoded_completions_before_any_reward_is_computed(tmp_path):
+    """``_generate(prompts)[3]`` are the completions ``_calculate_rewards`` receives, and the judge has them (its
+    groups submitted) before the first reward function runs: the overlap rests on both."""
+    events = []
+
+    class Watching(PolyEPOTrainer):
+        def _generate(self, prompts):
+            output = super()._generate(prompts)
+            events.append(("generate", list(output[3])))
+            return output
+
+        def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
+            events.append(("rewards", list(completions)))
+            return super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+
+    def reward(completions, **kwargs):
+        events.append(("reward function", None))
+        return [float(len(c)) for c in completions]
+
+    def judge(prompt, completions):
+        events.append(("judge", list(completions)))
+        return list(range(len(completions)))
+
+    model_dir = save_tiny_model(tmp_path / "model")
+    args = PolyEPOConfig(
+        output_dir=str(tmp_path / "out"), per_device_train_batch_size=8, num_generations=8, max_completion_length=4,
+        max_steps=1, report_to="none", save_strategy="no", use_cpu=True, bf16=False, activation_checkpointing=False,
+    )  # fmt: skip
+    trainer = Watching(
+        model=str(model_dir),
+        reward_funcs=reward,
+        args=args,
+        train_dataset=toy_dataset(),
+        processing_class=AutoTokenizer.from_pretrained(model_dir),
+        judge=judge,
+    )
+    submitted = []
+    submit = trainer.judge.submit_groups
+    trainer.judge.submit_groups = lambda groups: (submitted.append(len(events)), submit(groups))[1]
+    trainer.train()
+    kinds = [kind for kind, _ in events]
+    assert kinds.index("generate") < kinds.index("rewards") < kinds.index("reward function")
+    generated = next(texts for kind, texts in events if kind == "generate")
+    assert generated == next(texts for kind, texts in events if kind == "rewards")
+    assert next(texts for kind, texts in events if kind == "judge") == generated
+    assert submitted and submitted[0] <= kinds.index("rewards")  # submitted right after generation
