@@ -363,10 +363,12 @@ def test_bombs_leave_the_host_as_it_was(reward, bomb):
     before = _host_state()
     verdict = reward.check(fenced(FORGERIES[bomb]), SECRET_TEST, "Solution().secret")
     assert not verdict.passed
-    deadline = time.time() + 5
+    # MemAvailable moves by a few hundred MB on its own here (the kernel frees namespaces and slabs late), so the
+    # memory check allows 400 MB: below the 512 MB a surviving memory bomb would still hold.
+    deadline = time.time() + 15
     while True:
         after = _host_state()
-        settled = after[0] <= before[0] + 2 and after[1] >= before[1] - 256 and after[2] >= before[2] - 64
+        settled = after[0] <= before[0] + 2 and after[1] >= before[1] - 400 and after[2] >= before[2] - 64
         if settled or time.time() > deadline:
             break
         time.sleep(0.1)
