@@ -188,14 +188,16 @@ def load_training_problems(checkpoint: str) -> dict[str, Any] | None:
     return None
 
 
-def refuse_training_rows(held_out: set[str], trained: set[str], what: str, override: str) -> None:
-    """RecipeError when held-out problems are also training problems."""
+def refuse_training_rows(held_out: set[str], trained: set[str], what: str) -> None:
+    """RecipeError when held-out problems are also training problems (both entry points' ``eval_on_training_rows``
+    lets them through)."""
     shared = held_out & trained
     if shared:
         raise RecipeError(
             f"{what}: {len(shared)} of {len(held_out)} held-out problems are training problems (a single file without "
             "a split column is the same rows for every split). Evaluate on held-out rows (a file per split, a "
-            f"'{{split}}' file name, or a split column), or set {override}: true to evaluate on them anyway."
+            "'{split}' file name, or a split column), or set eval_on_training_rows: true to evaluate on them "
+            "anyway."
         )
 
 
@@ -214,10 +216,10 @@ def check_model_path(name: str | None, field_name: str = "model_name_or_path") -
     if not path.exists():
         raise RecipeError(f"{field_name}={name!r}: no such directory.")
     if path.is_dir() and not any((path / f).is_file() for f in ("config.json", "adapter_config.json")):
-        saved = sorted(
-            path.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[-1]) if p.name[11:].isdigit() else -1
-        )
-        hint = f" Its latest checkpoint is {str(saved[-1])!r}." if saved else " Has the run saved a model yet?"
+        from transformers.trainer_utils import get_last_checkpoint
+
+        latest = get_last_checkpoint(str(path))
+        hint = f" Its latest checkpoint is {latest!r}." if latest else " Has the run saved a model yet?"
         raise RecipeError(f"{field_name}={name!r}: no model in this folder (no config.json).{hint}")
 
 

@@ -193,7 +193,6 @@ def check_held_out(args: EvalArguments, table: Any, checkpoints: list[tuple[str,
                 set(record["fingerprints"]),
                 f"dataset_name={args.dataset_name!r} (split {args.dataset_split!r}) and checkpoint {label} (trained "
                 f"on {record['dataset_name']!r}, split {record['split']!r})",
-                "eval_on_training_rows",
             )
 
 

@@ -165,7 +165,6 @@ def build(script_args: ScriptArguments, training_args: PolyEPOConfig, model_args
                 problem_fingerprints(eval_table, held_out.prompt_column, script_args.eval_max_problems),
                 trained,
                 f"eval_dataset_name={script_args.eval_dataset_name!r} (split {script_args.dataset_test_split!r})",
-                "eval_on_training_rows",
             )
     return {
         "reward_funcs": rewards,

@@ -237,8 +237,9 @@ def test_trainer_demands_a_judge_and_a_poly_epo_config(model_dir, tmp_path):
         )
 
 
-def test_eval_mode_computes_set_advantages_and_logs_eval_metrics(model_dir, tmp_path):
-    trainer = PolyEPOTrainer(
+def evaluating_trainer(trainer_cls, model_dir, tmp_path, judge, eval_batch: int, num_generations_eval: int):
+    """A trainer that trains one step and evaluates after it on 4 held-out prompts."""
+    return trainer_cls(
         model=str(model_dir),
         reward_funcs=digit_fraction,
         args=config(
@@ -246,14 +247,18 @@ def test_eval_mode_computes_set_advantages_and_logs_eval_metrics(model_dir, tmp_
             max_steps=1,
             eval_strategy="steps",
             eval_steps=1,
-            per_device_eval_batch_size=12,
-            num_generations_eval=6,
+            per_device_eval_batch_size=eval_batch,
+            num_generations_eval=num_generations_eval,
         ),
         train_dataset=toy_dataset(),
         eval_dataset=toy_dataset(range(40, 44)),
         processing_class=AutoTokenizer.from_pretrained(model_dir),
-        judge="answer:text",
+        judge=judge,
     )
+
+
+def test_eval_mode_computes_set_advantages_and_logs_eval_metrics(model_dir, tmp_path):
+    trainer = evaluating_trainer(PolyEPOTrainer, model_dir, tmp_path, "answer:text", 12, 6)
     trainer.train()
     batch = trainer.last_set_batch
     assert batch.mode == "eval" and batch.rewards.shape == (2, 6)
@@ -348,22 +353,7 @@ def test_trainer_without_args_builds_a_default_config(model_dir, tmp_path, monke
 def test_evaluation_with_one_generation_per_prompt(trainer_cls, model_dir, tmp_path):
     """num_generations_eval=1: groups of one have advantage 0, and the judge is never asked about them."""
     judge = CountingJudge()
-    trainer = trainer_cls(
-        model=str(model_dir),
-        reward_funcs=digit_fraction,
-        args=config(
-            tmp_path,
-            max_steps=1,
-            eval_strategy="steps",
-            eval_steps=1,
-            per_device_eval_batch_size=4,
-            num_generations_eval=1,
-        ),
-        train_dataset=toy_dataset(),
-        eval_dataset=toy_dataset(range(40, 44)),
-        processing_class=AutoTokenizer.from_pretrained(model_dir),
-        judge=judge,
-    )
+    trainer = evaluating_trainer(trainer_cls, model_dir, tmp_path, judge, 4, 1)
     trainer.train()
     batch = trainer.last_set_batch
     assert batch.mode == "eval" and batch.rewards.shape == (4, 1)

@@ -18,7 +18,6 @@ from .base import (
     DistinctJudge,
     JudgeResult,
     normalize_labels,
-    run_coroutine,
     step_metrics,
 )
 from .cache import JudgeCache
@@ -198,7 +197,6 @@ __all__ = [
     "parse_cluster_ids",
     "redact_url",
     "resolve_judge",
-    "run_coroutine",
     "smollm2_path",
     "split_base_url",
     "step_metrics",

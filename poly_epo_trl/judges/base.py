@@ -72,11 +72,6 @@ class JudgeLoop:
         return asyncio.run_coroutine_threadsafe(coro, loop)
 
 
-def run_coroutine(coro: Coroutine[Any, Any, T]) -> T:
-    """Run a coroutine to completion from sync code (also in Jupyter, where a loop already runs) on the judge loop."""
-    return JudgeLoop.submit(coro).result()
-
-
 FALLBACKS = ("distinct", "grpo", "skip", "raise")
 FALLBACK_WARNING_SECONDS = 60.0
 ALWAYS_LOGGED = ("invalid_answers", "retries")

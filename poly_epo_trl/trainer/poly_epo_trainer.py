@@ -129,6 +129,10 @@ class _JudgedGroupsTrainer(FiniteRewardsGRPOTrainer):
         self._pending_judge = self._start_judging(prompts, output[3])  # output[3]: the decoded completions
         return output
 
+    def _gather_texts(self, prompts: list, completions: list) -> tuple[list[str], list[str]]:
+        """The whole batch's problem and completion texts, on every process (a collective)."""
+        return gather_object([prompt_text(p) for p in prompts]), gather_object([message_text(c) for c in completions])
+
     def _start_judging(self, prompts: list, completions: list) -> PendingJudge | None:
         """Gather the batch's texts (a collective, on the main thread) and submit the groups this process owns to the
         judge loop. Each group is judged by the process that holds its first row, so a group straddling two
@@ -136,8 +140,7 @@ class _JudgedGroupsTrainer(FiniteRewardsGRPOTrainer):
         mode, group_size = self._mode_and_group_size()
         if group_size < 2:
             return None
-        all_prompts = gather_object([prompt_text(p) for p in prompts])
-        all_completions = gather_object([message_text(c) for c in completions])
+        all_prompts, all_completions = self._gather_texts(prompts, completions)
         num_groups = len(all_completions) // group_size
         rank, local_rows = self.accelerator.process_index, len(completions)
         owned = [g for g in range(num_groups) if (g * group_size) // local_rows == rank]
@@ -225,8 +228,7 @@ class _JudgedGroupsTrainer(FiniteRewardsGRPOTrainer):
             all_prompts, all_completions = pending.prompts, pending.completions
             self._log_judge_stats(mode, pending.waited)
         else:  # groups of one (num_generations_eval=1): nothing to compare, no judge call, advantage 0
-            all_prompts = gather_object([prompt_text(p) for p in prompts])
-            all_completions = gather_object([message_text(c) for c in completions])
+            all_prompts, all_completions = self._gather_texts(prompts, completions)
             cluster_ids = torch.zeros((len(all_completions), 1), dtype=torch.long, device=self.accelerator.device)
             fallbacks = [None] * len(all_completions)
         # the task columns' weights (GRPO+DIV appends the diversity bonus's weight after them)
