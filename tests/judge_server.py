@@ -28,24 +28,31 @@ from collections import Counter
 
 ANSWER = re.compile(r"^### Answer (\d+)\n(.*?)(?=^### Answer \d+\n|\Z)", re.DOTALL | re.MULTILINE)
 BOXED = re.compile(r"\\boxed\{([^{}]*)\}")
+KNOWN = re.compile(r"^- cluster_id (\d+): ends with (.*)$", re.MULTILINE)
+FOLLOWING = re.compile(r"Number strategies that are not in this list from (\d+) on")
 STREAM_HEAD = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
 FAILURES = ("reset", "500", "503", "429", "hang")
 
 
 def cluster_answer(prompt: str, string_ids: bool = False) -> dict:
-    """The clustering of the ``### Answer k`` sections of ``prompt``: same boxed answer (else first line), same id."""
+    """The clustering of the ``### Answer k`` sections of ``prompt``: same boxed answer (else first line), same id.
+    The strategy names the key ("ends with K"); for a later part of a split group, the strategies the prompt lists
+    keep their ids and new ones are numbered from the id it gives."""
+    known = dict((key, int(cluster)) for cluster, key in KNOWN.findall(prompt))
+    following = FOLLOWING.search(prompt)
     ids: dict[str, int] = {}
     answer = {}
     responses = prompt.split("\n\nReply with", 1)[0]  # the built-in templates' instructions follow the answers
     for number, text in ANSWER.findall(responses):
         text = text.strip()
         if "DEGENERATE" in text:
-            cluster = 100
+            cluster, key = 100, "degenerate"
         else:
             boxed = BOXED.findall(text)
             key = boxed[-1] if boxed else text.split("\n", 1)[0]
-            cluster = ids.setdefault(key, len(ids) + 1)
-        answer[number] = {"strategy": "same final step", "cluster_id": str(cluster) if string_ids else cluster}
+            start = int(following.group(1)) if following else 1
+            cluster = known.get(key) or ids.setdefault(key, start + len(ids))
+        answer[number] = {"strategy": f"ends with {key}", "cluster_id": str(cluster) if string_ids else cluster}
     return answer
 
 

@@ -59,6 +59,8 @@ RECIPES = [
     ("judge_timeout_zero", RECIPE + "judge_timeout: 0\n", "judge_timeout"),
     ("judge_fraction_above_one", RECIPE + "judge_max_fallback_frac: 2\n", "judge_max_fallback_frac"),
     ("judge_credentials", RECIPE + "judge_base_url: http://me:pw@h/v1\n", "carries credentials"),
+    ("judge_parts_of_one", RECIPE + "judge_max_responses_per_request: 1\n", "judge_max_responses_per_request=1"),
+    ("judge_chars_zero", RECIPE + "judge_max_response_chars: 0\n", "judge_max_response_chars=0"),
     ("prompt_column_missing", replaced("prompt_column: problem", "prompt_column: question"), "no column 'question'"),
     ("dataset_missing", replaced("dataset_name: builtin:sum_pair", "dataset_name: missing.jsonl"), "no such file"),
     ("model_missing", replaced("model_name_or_path: builtin:demo", "model_name_or_path: ./no/model"), "no such"),

@@ -1,5 +1,6 @@
 """The judge against llama.cpp's real OpenAI-compatible server (one slot, SmolLM2-135M on one thread): every group
-judged through its queue, and judged again after the server is killed and restarted on the same port.
+judged through its queue, judged again after the server is killed and restarted on the same port, and a group
+judged in two parts.
 
 Needs ``make llama-server`` (builds llama.cpp's server offline, about 10 minutes once); skipped without it."""
 
@@ -46,7 +47,8 @@ def test_one_slot_llama_server_judges_every_group_and_survives_a_restart():
         port = probe.getsockname()[1]
     server = start(port)
     try:
-        judge = resolve_judge("openai", server={"base_url": f"http://127.0.0.1:{port}/v1"}, max_tokens=160)
+        judge_server = {"base_url": f"http://127.0.0.1:{port}/v1"}
+        judge = resolve_judge("openai", server=judge_server, max_tokens=160)
         groups = [(f"{PROBLEM} (#{g})", COMPLETIONS) for g in range(3)]
         results = judge.judge_groups(groups)  # three at once into one slot: queued, none timed out
         assert all(r.fallback is None and len(r.labels) == 3 for r in results), [r.cause for r in results]
@@ -67,6 +69,12 @@ def test_one_slot_llama_server_judges_every_group_and_survives_a_restart():
         stats = judge.pop_stats()
         assert stats["connect_errors"] >= 1 and judge.breaker.state == "closed"
         assert time.monotonic() - restarted < 120
+
+        # a group of 6 at most 3 per request: two requests, the second told the strategies of the first
+        split = resolve_judge("openai", server=judge_server, max_tokens=160, max_responses_per_request=3)
+        result = split.judge_groups([(PROBLEM, COMPLETIONS * 2)])[0]
+        assert result.fallback is None and len(result.labels) == 6, result.cause
+        assert split.pop_stats()["split_requests"] == 2
     finally:
         server.kill()
         server.wait()

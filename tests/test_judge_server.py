@@ -336,3 +336,28 @@ def test_train_command_stops_with_a_message_and_exit_code_1(tmp_path, capsys, mo
     err = capsys.readouterr().err
     assert "error: the judge at http://127.0.0.1" in err and "judge_max_fallback_frac=0.5" in err
     assert "Traceback" not in err
+
+
+def test_a_large_group_is_judged_in_parts_with_one_numbering(tmp_path):
+    """Groups of 24 at a cap of 8 per request: 3 requests each, later ones listing the strategies found so far
+    (with the server's own strategy texts); the ids equal those of one request per group, and a cached group is
+    not asked again."""
+
+    def answer(g: int, i: int) -> str:
+        return f"Step {i}: \\boxed{{{(g * i + i // 9) % 6}}}" if i % 7 else "DEGENERATE"
+
+    batch = [(f"Problem {g}", [answer(g, i) for i in range(24)]) for g in range(6)]
+
+    def by_value(completions: list[str]) -> list[int]:
+        first: dict[str, int] = {}
+        return [100 if c == "DEGENERATE" else first.setdefault(c.rsplit("{", 1)[1], len(first)) for c in completions]
+
+    with ServerProcess(slots=2, latency=0.02, model=MODEL) as server:
+        whole = judge_for(server).cluster_groups(batch)
+        assert whole == [by_value(completions) for _, completions in batch]
+        judge = judge_for(server, max_responses_per_request=8, cache_dir=tmp_path)
+        assert judge.cluster_groups(batch) == whole
+        stats = judge.pop_stats()
+        assert stats["split_requests"] == 18 and stats["calls"] == 18 and "fallback/distinct" not in stats
+        assert judge_for(server, max_responses_per_request=8, cache_dir=tmp_path).cluster_groups(batch) == whole
+        assert server.stats()["completed"] == 6 + 18

@@ -17,7 +17,7 @@ from typing import Any
 from .base import ClusteringJudge
 from .cache import JudgeCache, cache_key
 from .errors import InvalidAnswer, RequestRejected
-from .prompts import JudgeTemplate, correction, parse_cluster_ids
+from .prompts import JudgeTemplate, correction, keep_end, known_strategies, merge_part, parse_judgement, split_evenly
 from .resilience import AdaptiveConcurrency, CircuitBreaker, RetryPolicy, call_with_retries
 
 logger = logging.getLogger(__name__)
@@ -73,12 +73,16 @@ class LMJudge(ClusteringJudge):
         seed: int = 0,
         fallback: str = "distinct",
         max_response_chars: int | None = None,
+        max_responses_per_request: int | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(fallback=fallback, **kwargs)
         if max_response_chars is not None and max_response_chars < 1:
             raise ValueError(f"max_response_chars must be positive or None, got {max_response_chars}.")
+        if max_responses_per_request is not None and max_responses_per_request < 2:
+            raise ValueError(f"max_responses_per_request must be at least 2 or None, got {max_responses_per_request}.")
         self.max_response_chars = max_response_chars
+        self.max_responses_per_request = max_responses_per_request
         if structured_output not in STRUCTURED_OUTPUTS:
             raise ValueError(f"structured_output must be one of {STRUCTURED_OUTPUTS}, got {structured_output!r}.")
         if max_tokens < 1 or temperature < 0:
@@ -142,17 +146,42 @@ class LMJudge(ClusteringJudge):
         return reply
 
     async def acluster(self, prompt: str, completions: list[str]) -> list[int]:
-        n = len(completions)
+        """One group's ids: one request, or with ``max_responses_per_request`` set and a larger group, one request
+        per part in turn, each later part told the strategies found so far (``prompts.known_strategies``) and
+        merged into the group's numbering (``prompts.merge_part``)."""
+        cap = self.max_responses_per_request
+        split = cap is not None and len(completions) > cap
         cut = () if self.max_response_chars is None else (self.max_response_chars,)  # uncut: the keys stay as before
-        key = cache_key(self.template.digest, type(self).__name__, self.model, prompt, completions, *cut)
+        parts = (cap,) if split else ()
+        key = cache_key(self.template.digest, type(self).__name__, self.model, prompt, completions, *cut, *parts)
         if self.cache is not None and (cached := self.cache.get(key)) is not None:
             self.stats["cache_hits"] += 1
             return cached
-        content = self.template.render(prompt, completions, self.max_response_chars)
+        if not split:
+            ids, _ = await self._judge(self.template.render(prompt, completions, self.max_response_chars), completions)
+        else:
+            known: dict[int, str] = {}
+            ids = []
+            for part in split_evenly(len(completions), cap):
+                answers = completions[part.start : part.stop]
+                content = self.template.render(prompt, answers, self.max_response_chars)
+                if known:
+                    content += known_strategies(known, self.degenerate_cluster_id)
+                part_ids, strategies = await self._judge(content, answers)
+                described = [s or f"like this answer: {_gist(a)}" for s, a in zip(strategies, answers, strict=True)]
+                ids += merge_part(known, part_ids, described, self.degenerate_cluster_id)
+                self.stats["split_requests"] += 1
+        if self.cache is not None:
+            self.cache.put(key, ids)
+        return ids
+
+    async def _judge(self, content: str, answers: list[str]) -> tuple[list[int], list[str | None]]:
+        """Ids and strategies of the answers in one prompt; an invalid reply is re-asked once with the error."""
+        n = len(answers)
         messages = [{"role": "user", "content": content}]
         reply = await self._ask(messages, n, self.temperature)
         try:
-            ids = parse_cluster_ids(reply.text, n)
+            return parse_judgement(reply.text, n)
         except InvalidAnswer as error:
             self.stats["invalid_answers"] += 1
             self.stats["corrective_turns"] += 1
@@ -160,15 +189,17 @@ class LMJudge(ClusteringJudge):
                 {"role": "assistant", "content": reply.text[:MAX_QUOTED_REPLY]},
                 {"role": "user", "content": correction(error, n)},
             ]
-            reply = await self._ask(messages, n, max(self.temperature, self.corrective_temperature))
-            try:
-                ids = parse_cluster_ids(reply.text, n)
-            except InvalidAnswer:
-                self.stats["invalid_answers"] += 1
-                raise
-        if self.cache is not None:
-            self.cache.put(key, ids)
-        return ids
+        reply = await self._ask(messages, n, max(self.temperature, self.corrective_temperature))
+        try:
+            return parse_judgement(reply.text, n)
+        except InvalidAnswer:
+            self.stats["invalid_answers"] += 1
+            raise
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model={self.model!r}, template={self.template.name!r})"
+
+
+def _gist(answer: str, chars: int = 300) -> str:
+    """An answer on one line, its end kept: how a strategy without a description is shown to later parts."""
+    return keep_end(" ".join(answer.split()), chars)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import re
 import string
@@ -89,6 +90,11 @@ def _as_id(value: object) -> int | None:
 def parse_cluster_ids(text: str, num_completions: int) -> list[int]:
     """Exactly one integer ``cluster_id`` per key "1".."N" (a bare id as the value is accepted too; ids may be
     numeric strings or integral floats)."""
+    return parse_judgement(text, num_completions)[0]
+
+
+def parse_judgement(text: str, num_completions: int) -> tuple[list[int], list[str | None]]:
+    """The cluster ids of ``parse_cluster_ids`` and, per answer, its ``strategy`` text (None when not given)."""
     answer = extract_json(text)
     if not isinstance(answer, dict):
         raise InvalidAnswer(f"the reply's JSON is a {type(answer).__name__}, not an object")
@@ -96,7 +102,7 @@ def parse_cluster_ids(text: str, num_completions: int) -> list[int]:
     expected = {str(i) for i in range(1, num_completions + 1)}
     if set(answer) != expected:
         raise InvalidAnswer(f'keys {sorted(answer, key=str)} instead of "1" to "{num_completions}"')
-    ids = []
+    ids, strategies = [], []
     for key in sorted(expected, key=int):
         value = answer[key]
         raw = value.get("cluster_id") if isinstance(value, dict) else value
@@ -104,7 +110,50 @@ def parse_cluster_ids(text: str, num_completions: int) -> list[int]:
         if cluster_id is None:
             raise InvalidAnswer(f"answer {key}: cluster_id {raw!r} is not an integer")
         ids.append(cluster_id)
-    return ids
+        strategy = value.get("strategy") if isinstance(value, dict) else None
+        strategies.append(" ".join(strategy.split()) if isinstance(strategy, str) and strategy.strip() else None)
+    return ids, strategies
+
+
+def split_evenly(count: int, most: int) -> list[range]:
+    """``range(count)`` cut into the fewest consecutive parts of at most ``most`` items, of near-equal sizes."""
+    parts = -(-count // most)
+    bounds = [count * k // parts for k in range(parts + 1)]
+    return [range(start, end) for start, end in itertools.pairwise(bounds)]
+
+
+def merge_part(
+    known: dict[int, str], ids: list[int], descriptions: list[str], degenerate_cluster_id: int = DEGENERATE_CLUSTER_ID
+) -> list[int]:
+    """One part's ids in the group's numbering. An id of a ``known`` strategy, or the degenerate id, stays; every
+    other id is a strategy new to the group and gets the next free id (distinct new ids stay distinct, whatever
+    numbers the judge chose). ``known`` gains each new strategy with the description of its first answer."""
+    fresh: dict[int, int] = {}
+    merged = []
+    for cluster_id, description in zip(ids, descriptions, strict=True):
+        if cluster_id != degenerate_cluster_id and cluster_id not in known:
+            if cluster_id not in fresh:
+                new = max(known, default=0) + 1
+                new += new == degenerate_cluster_id
+                fresh[cluster_id] = new
+                known[new] = description
+            cluster_id = fresh[cluster_id]
+        merged.append(cluster_id)
+    return merged
+
+
+def known_strategies(known: dict[int, str], degenerate_cluster_id: int = DEGENERATE_CLUSTER_ID) -> str:
+    """The note that follows a later part's prompt: the strategies found in the group's earlier parts, to reuse."""
+    listed = "\n".join(f"- cluster_id {cluster_id}: {description}" for cluster_id, description in known.items())
+    following = max(known) + 1
+    following += following == degenerate_cluster_id
+    return (
+        "\n\nThese answers are the next part of a larger group. The earlier answers to this problem were already "
+        f"grouped into these strategies:\n{listed}\nGive an answer that uses one of these strategies its "
+        f"cluster_id. Number strategies that are not in this list from {following} on, and give "
+        f'{degenerate_cluster_id} to degenerate answers as before. The keys are still "1" to the number of '
+        "answers above."
+    )
 
 
 def answer_schema(num_completions: int, max_strategy_chars: int | None = 200) -> dict:
@@ -144,5 +193,9 @@ __all__ = [
     "answer_schema",
     "correction",
     "extract_json",
+    "known_strategies",
+    "merge_part",
     "parse_cluster_ids",
+    "parse_judgement",
+    "split_evenly",
 ]

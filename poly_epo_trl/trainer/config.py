@@ -167,6 +167,14 @@ class PolyEPOConfig(GRPOConfig):
             "answer), to bound the judge's prompt for long completions. None sends them whole, as the authors do."
         },
     )
+    judge_max_responses_per_request: int | None = field(
+        default=None,
+        metadata={
+            "help": "LM judges: judge a group larger than this in parts of at most this many responses, one request "
+            "after another, each told the strategies found so far so the cluster ids stay consistent across parts. "
+            "For large num_generations, where one prompt with every response would be too long. None: one request."
+        },
+    )
     judge_temperature: float = field(
         default=0.0,
         metadata={"help": "Sampling temperature of the judge (OpenAI-compatible and local judges; 0 is greedy)."},
@@ -283,6 +291,12 @@ class PolyEPOConfig(GRPOConfig):
         chars = self.judge_max_response_chars
         if chars is not None and chars < 1:
             raise ValueError(f"judge_max_response_chars={chars}: use a positive count, or null for no cap.")
+        per_request = self.judge_max_responses_per_request
+        if per_request is not None and per_request < 2:
+            raise ValueError(
+                f"judge_max_responses_per_request={per_request}: use at least 2 (a part of one response cannot be "
+                "compared), or null to send each group in one request."
+            )
         for name in ("judge_max_concurrency", "judge_initial_concurrency", "judge_max_tokens"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}.")
@@ -327,6 +341,7 @@ class PolyEPOConfig(GRPOConfig):
             "cache_dir": self.judge_cache_dir,
             "max_tokens": self.judge_max_tokens,
             "max_response_chars": self.judge_max_response_chars,
+            "max_responses_per_request": self.judge_max_responses_per_request,
             "temperature": self.judge_temperature,
             "structured_output": self.judge_structured_output,
             "initial_concurrency": self.judge_initial_concurrency,
