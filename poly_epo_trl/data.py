@@ -11,6 +11,7 @@ from typing import Any
 from datasets import Dataset, load_dataset
 
 from .checks import RecipeError, check_field_types
+from .models import MODEL_UNSET
 
 MATH_INSTRUCTION = "Please reason step by step, and put your final answer within \\boxed{}."
 
@@ -87,15 +88,9 @@ class DatasetArguments:
 
 
 def load_table(args: DatasetArguments, split: str) -> Dataset:
-    """The raw rows of ``split``: ``builtin:sum_pair`` (its split ``test`` holds the held-out sums), a local file
-    (filtered by ``split_column`` when it has one), a ``{split}`` file name, a folder of split files, or the Hub."""
+    """The raw rows of ``split``: a local file (filtered by ``split_column`` when it has one), a ``{split}`` file
+    name, a folder of split files, or the Hub. (Built-in tasks, ``builtin:<task>``, are ``tasks.load_rows``'.)"""
     name = args.dataset_name
-    if name == "builtin:sum_pair":
-        from .demo.task import make_prompt
-        from .demo.warm_start import HELD_OUT_TOTALS, TRAIN_TOTALS
-
-        totals = HELD_OUT_TOTALS if split == "test" else TRAIN_TOTALS
-        return Dataset.from_dict({"problem": [make_prompt(s) for s in totals]})
     if "{split}" in name:
         return load_local_file(args, Path(name.replace("{split}", split)), split)
     path = Path(name).expanduser()
@@ -298,24 +293,3 @@ def format_dataset(dataset: Dataset, args: DatasetArguments, max_rows: int | Non
     read = {args.prompt_column, args.code_setup_column}
     remove = [c for c in dataset.column_names if c not in keep or c in read]
     return dataset.map(to_prompt, remove_columns=remove)
-
-
-MODEL_UNSET = (
-    "model_name_or_path is not set: name the model to train (a Hub id or a local directory), or builtin:demo for "
-    "the CPU demo's tiny model."
-)
-
-
-def resolve_model(name: str | None) -> str:
-    """``builtin:demo`` (the CPU demo's warm start), ``builtin:smollm2`` (offline SmolLM2-135M-Instruct), or as is."""
-    if not name:
-        raise RecipeError(MODEL_UNSET)
-    if name == "builtin:demo":
-        from .demo.warm_start import DEFAULT_ASSET
-
-        return str(DEFAULT_ASSET)
-    if name == "builtin:smollm2":
-        from .judges import smollm2_path
-
-        return smollm2_path()
-    return name

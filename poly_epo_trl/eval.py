@@ -24,11 +24,9 @@ from .data import (
     check_model_path,
     check_output_dir,
     format_dataset,
-    load_table,
     load_training_problems,
     problem_fingerprints,
     refuse_training_rows,
-    resolve_model,
 )
 from .evaluation.plots import plot_report
 from .evaluation.report import summarize
@@ -38,7 +36,9 @@ from .evaluation.scoring import Scorer
 from .evaluation.store import SampleStore
 from .judges import resolve_judge
 from .judges.answer import ANSWER_MODES
+from .models import resolve_model
 from .rewards import SandboxUnavailable, resolve_reward
+from .tasks import load_rows
 
 logger = logging.getLogger(__name__)
 DTYPES = ("auto", "float32", "float16", "bfloat16")
@@ -211,7 +211,7 @@ def run(args: EvalArguments) -> dict[str, Any]:
         choose_backend(args.backend)
     except (ValueError, ImportError, SandboxUnavailable) as error:
         raise RecipeError(str(error)) from None
-    table = load_table(args, args.dataset_split)
+    table = load_rows(args, args.dataset_split)
     check_held_out(args, table, checkpoints)
     rows = list(format_dataset(table, args, args.max_problems))
     if not rows:

@@ -26,17 +26,17 @@ from .data import (
     check_model_path,
     check_output_dir,
     format_dataset,
-    load_table,
     problem_fingerprints,
     refuse_training_rows,
-    resolve_model,
     save_training_problems,
 )
 from .evaluation.callback import PassAtKCallback
 from .evaluation.sampling import SamplingSettings
 from .evaluation.scoring import Scorer
 from .judges import ClusteringJudge, JudgeFailing, resolve_judge
+from .models import resolve_model
 from .rewards import SandboxUnavailable, resolve_reward
+from .tasks import load_rows
 from .trainer import FiniteRewardsGRPOTrainer, GRPODivTrainer, PolyEPOConfig, PolyEPOTrainer
 
 logger = logging.getLogger(__name__)
@@ -133,7 +133,7 @@ def build(script_args: ScriptArguments, training_args: PolyEPOConfig, model_args
         raise RecipeError(
             f"reward_weights has {len(training_args.reward_weights)} entries for {len(rewards)} rewards."
         )
-    table = load_table(script_args, script_args.dataset_train_split)
+    table = load_rows(script_args, script_args.dataset_train_split)
     trained = problem_fingerprints(table, script_args.prompt_column, script_args.max_train_samples)
     dataset = format_dataset(table, script_args, script_args.max_train_samples)
     if len(dataset) == 0:
@@ -156,7 +156,7 @@ def build(script_args: ScriptArguments, training_args: PolyEPOConfig, model_args
                 f"eval_dataset_name is set: set eval_steps to a whole number of steps (got {eval_steps})."
             )
         held_out = replace(script_args, dataset_name=script_args.eval_dataset_name)
-        eval_table = load_table(held_out, script_args.dataset_test_split)
+        eval_table = load_rows(held_out, script_args.dataset_test_split)
         eval_rows = list(format_dataset(eval_table, held_out, script_args.eval_max_problems))
         if not eval_rows:
             raise RecipeError(f"eval_dataset_name={script_args.eval_dataset_name!r} has no problems.")

@@ -2,7 +2,7 @@
 
 import time
 
-from poly_epo_trl.demo.task import sum_pair_reward
+from poly_epo_trl.tasks.sum_pair import sum_pair_reward
 
 
 def slow_sum_pair_reward(prompts, completions, **kwargs):

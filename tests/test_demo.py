@@ -4,7 +4,7 @@ import pytest
 from PIL import Image
 
 from poly_epo_trl.demo.run import main
-from poly_epo_trl.demo.task import is_correct, pair_judge, parse_pair, sum_pair_reward
+from poly_epo_trl.tasks.sum_pair import is_correct, pair_judge, parse_pair, sum_pair_reward
 
 
 def test_task_reward_and_judge():

@@ -705,3 +705,32 @@ def test_lm_judge_splits_a_large_group_and_keeps_ids_consistent_across_parts():
     assert all(s.count("### Answer") == 5 and "earlier answers" in s for s in sent[1:])
     with pytest.raises(ValueError, match="max_responses_per_request"):
         ByLastWord("m", max_responses_per_request=1)
+
+
+def test_a_bug_in_a_judge_surfaces_instead_of_falling_back():
+    """A judge function's programming error (here a TypeError) is raised with its traceback whatever the fallback;
+    the judge's expected failures (I/O errors, answers of the wrong shape) still fall back."""
+
+    def buggy(prompt, completions):
+        return len(completions) + "1"
+
+    def offline(prompt, completions):
+        raise ConnectionError("the judge server went away")
+
+    def wrong_shape(prompt, completions):
+        return [0]
+
+    with pytest.raises(TypeError, match="unsupported operand"):
+        resolve_judge(buggy, fallback="distinct").cluster_groups([("p", ["a", "b"])])
+    for fn in (offline, wrong_shape):
+        result = resolve_judge(fn, fallback="distinct").judge_groups([("p", ["a", "b"])])[0]
+        assert result.fallback == "distinct" and result.labels == [0, 1], fn.__name__
+
+
+def test_normalize_labels_never_numbers_a_real_cluster_as_degenerate():
+    from poly_epo_trl.judges import normalize_labels
+
+    labels = normalize_labels([*range(1000, 1150), 100, 1000])
+    assert labels[:100] == list(range(100)) and labels[100:150] == list(range(101, 151))
+    assert labels[150] == 100 and labels[151] == 0 and labels.count(100) == 1
+    assert normalize_labels([5, 7, 5], degenerate_cluster_id=0) == [1, 2, 1]

@@ -300,8 +300,7 @@ def test_evaluating_on_training_rows_is_refused_unless_asked(tmp_path, capsys, m
 def test_eval_refuses_the_problems_a_checkpoint_trained_on(tmp_path, capsys, monkeypatch):
     """Training saves its problems' fingerprints next to the model; `poly-epo eval` refuses those rows."""
     from poly_epo_trl import eval as evaluate
-    from poly_epo_trl.demo.task import make_prompt
-    from poly_epo_trl.demo.warm_start import HELD_OUT_TOTALS, TRAIN_TOTALS
+    from poly_epo_trl.tasks.sum_pair import HELD_OUT_TOTALS, TRAIN_TOTALS, make_prompt
 
     monkeypatch.chdir(ROOT)
     out = tmp_path / "run"

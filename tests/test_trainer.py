@@ -6,7 +6,7 @@ from tiny import row_keys, save_tiny_model, toy_dataset
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from poly_epo_trl import GRPODivTrainer, PolyEPOConfig, PolyEPOTrainer, marginal_set_advantages
-from poly_epo_trl.demo.task import pair_judge, sum_pair_reward
+from poly_epo_trl.tasks.sum_pair import pair_judge, sum_pair_reward
 
 
 @pytest.fixture(scope="module")

@@ -7,8 +7,8 @@ from pathlib import Path
 import torch
 from datasets import Dataset
 
-from poly_epo_trl.demo.task import ALPHABET, make_prompt
-from poly_epo_trl.demo.tiny import build_char_tokenizer, build_tiny_model
+from poly_epo_trl.tasks.sum_pair import ALPHABET, make_prompt
+from poly_epo_trl.tasks.sum_pair.tiny import build_char_tokenizer, build_tiny_model
 
 
 def save_tiny_model(directory: Path, seed: int = 0) -> Path:

@@ -5,6 +5,7 @@ from .compare import compare_advantages
 from .objectives import (
     BUILTIN_OBJECTIVES,
     DEGENERATE_CLUSTER_ID,
+    OBJECTIVES,
     distinct_clusters,
     mean_objective,
     pass_at_n_objective,
@@ -18,6 +19,7 @@ __all__ = [
     "BUILTIN_OBJECTIVES",
     "DEGENERATE_CLUSTER_ID",
     "ESTIMATORS",
+    "OBJECTIVES",
     "REDUCTIONS",
     "SCALINGS",
     "STD_EPSILON",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from .objectives import DEGENERATE_CLUSTER_ID
+from ..constants import DEGENERATE_CLUSTER_ID
 
 
 def group_relative_advantages(rewards: Tensor) -> Tensor:

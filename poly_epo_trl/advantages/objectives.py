@@ -12,10 +12,11 @@ from functools import partial
 import torch
 from torch import Tensor
 
-DEGENERATE_CLUSTER_ID = 100
+from ..constants import DEGENERATE_CLUSTER_ID
+from ..registry import Registry
 
 SetObjective = Callable[[Tensor, Tensor], Tensor]
-BUILTIN_OBJECTIVES = ("polychromic", "pass_at_n", "mean")
+OBJECTIVES: Registry[SetObjective] = Registry("set_objective", "your own f(rewards, cluster_ids)")
 
 
 def distinct_clusters(cluster_ids: Tensor, degenerate_cluster_id: int = DEGENERATE_CLUSTER_ID) -> Tensor:
@@ -26,6 +27,7 @@ def distinct_clusters(cluster_ids: Tensor, degenerate_cluster_id: int = DEGENERA
     return (new & (ordered != degenerate_cluster_id)).sum(-1)
 
 
+@OBJECTIVES.register("polychromic")
 def polychromic_objective(
     rewards: Tensor,
     cluster_ids: Tensor,
@@ -40,26 +42,28 @@ def polychromic_objective(
     return rewards.mean(-1) * distinct / n
 
 
+@OBJECTIVES.register("pass_at_n")
 def pass_at_n_objective(rewards: Tensor, cluster_ids: Tensor) -> Tensor:
     """f(G) = max_{i in G} r_i."""
     return rewards.amax(-1)
 
 
+@OBJECTIVES.register("mean")
 def mean_objective(rewards: Tensor, cluster_ids: Tensor) -> Tensor:
     """f(G) = mean_{i in G} r_i."""
     return rewards.mean(-1)
 
 
+BUILTIN_OBJECTIVES = ("polychromic", "pass_at_n", "mean")  # the registered objectives with a closed form
+
+
 def resolve_objective(
     objective: str | SetObjective, gate: bool = False, degenerate_cluster_id: int = DEGENERATE_CLUSTER_ID
 ) -> SetObjective:
-    """Turn a built-in objective's name into its set function; a callable is returned as it is."""
+    """A registered objective's name (or ``package.module:function``) as its set function; a callable as it is.
+    The polychromic objective gets ``gate`` and ``degenerate_cluster_id``."""
     if callable(objective):
         return objective
     if objective == "polychromic":
         return partial(polychromic_objective, gate=gate, degenerate_cluster_id=degenerate_cluster_id)
-    if objective == "pass_at_n":
-        return pass_at_n_objective
-    if objective == "mean":
-        return mean_objective
-    raise ValueError(f"Unknown set objective {objective!r}: use one of {BUILTIN_OBJECTIVES} or a callable f(r, c).")
+    return OBJECTIVES.get(objective)

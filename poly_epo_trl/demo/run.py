@@ -26,9 +26,17 @@ from transformers.trainer_callback import PrinterCallback
 from trl import GRPOTrainer
 
 from ..evaluation.metrics import answer_diversity, pass_at_k, powers_of_two_up_to
+from ..tasks.sum_pair import (
+    DEFAULT_ASSET,
+    HELD_OUT_TOTALS,
+    TRAIN_TOTALS,
+    is_correct,
+    make_prompt,
+    pair_judge,
+    parse_pair,
+    sum_pair_reward,
+)
 from ..trainer import GRPODivTrainer, PolyEPOConfig, PolyEPOTrainer
-from .task import is_correct, make_prompt, pair_judge, parse_pair, sum_pair_reward
-from .warm_start import DEFAULT_ASSET, HELD_OUT_TOTALS, TRAIN_TOTALS
 
 METHODS = ("grpo", "grpo_div", "poly_epo")
 LABELS = {"grpo": "GRPO (Dr.GRPO)", "grpo_div": "GRPO+DIV", "poly_epo": "Poly-EPO"}
@@ -248,7 +256,7 @@ def run_demo(settings: DemoSettings, out: Path) -> dict[str, Any]:
     if not Path(settings.checkpoint, "config.json").exists():
         raise FileNotFoundError(
             f"No warm-start checkpoint at {settings.checkpoint}: regenerate it with "
-            "`python -m poly_epo_trl.demo.warm_start --out <dir>` and pass --checkpoint <dir>."
+            "`python -m poly_epo_trl.tasks.sum_pair.warm_start --out <dir>` and pass --checkpoint <dir>."
         )
     out.mkdir(parents=True, exist_ok=True)
     torch.set_num_threads(1)

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ..advantages.objectives import DEGENERATE_CLUSTER_ID
+from ..constants import DEGENERATE_CLUSTER_ID
 from .metrics import majority_at_k, majority_vote, pass_at_k, powers_of_two_up_to
 
 CURVES = ("pass_at_k", "maj_at_k")

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 import numpy as np
 from trl.trainer.utils import is_async_callable
 
-from ..advantages.objectives import DEGENERATE_CLUSTER_ID
+from ..constants import DEGENERATE_CLUSTER_ID
 from .errors import JudgeError
 
 T = TypeVar("T")
@@ -25,14 +25,18 @@ JudgeFn = Callable[[str, list[str]], list[int]]
 
 
 def normalize_labels(labels: Sequence[int], degenerate_cluster_id: int = DEGENERATE_CLUSTER_ID) -> list[int]:
-    """Renumber ids densely in order of first appearance (0, 1, 2, ...), keeping the degenerate id."""
+    """Renumber ids densely in order of first appearance (0, 1, 2, ...), keeping the degenerate id; a real cluster
+    is never numbered as the degenerate id (with more clusters than it, the numbering steps over it)."""
     mapping: dict[int, int] = {}
     out = []
     for label in labels:
         if label == degenerate_cluster_id:
             out.append(degenerate_cluster_id)
-        else:
-            out.append(mapping.setdefault(label, len(mapping)))
+            continue
+        if label not in mapping:
+            new = len(mapping)
+            mapping[label] = new + (0 <= degenerate_cluster_id <= new)
+        out.append(mapping[label])
     return out
 
 
@@ -89,6 +93,12 @@ class JudgeResult:
     cause: str | None = None
 
 
+JUDGING_FAILURES = (JudgeError, ValueError, OSError)
+"""What a judge may fail with and fall back from: the judges' own errors, an answer of the wrong shape (ValueError)
+and I/O errors (OSError: connections, timeouts) of a user's judge function. Anything else is a bug and surfaces with
+its traceback instead of turning into a fallback."""
+
+
 class ClusteringJudge:
     """Clusters groups of completions by strategy, concurrently, and never fails a batch unless told to.
 
@@ -118,7 +128,6 @@ class ClusteringJudge:
         self.stats: Counter[str] = Counter()
         self.latencies: list[float] = []
         self.last_failure: str | None = None
-        self._warned: set[type] = set()
         self._fallback_warning = RateLimitedWarning(FALLBACK_WARNING_SECONDS)
 
     async def acluster(self, prompt: str, completions: list[str]) -> list[int]:
@@ -129,11 +138,8 @@ class ClusteringJudge:
         for judge in [self, *self.chain]:
             try:
                 labels = judge.check_labels(await judge.acluster(prompt, completions), len(completions))
-            except Exception as error:
+            except JUDGING_FAILURES as error:
                 self.stats[f"failed/{judge.name}"] += 1
-                if not isinstance(error, JudgeError | ValueError) and type(error) not in self._warned:
-                    self._warned.add(type(error))  # not a judging failure: likely a bug or an SDK change
-                    logger.warning("%s raised %s: %s", judge.name, type(error).__name__, error)
                 last_error = error
                 continue
             if judge is not self:

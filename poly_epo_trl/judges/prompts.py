@@ -9,7 +9,7 @@ import re
 import string
 from pathlib import Path
 
-from ..advantages.objectives import DEGENERATE_CLUSTER_ID
+from ..constants import DEGENERATE_CLUSTER_ID
 from .errors import InvalidAnswer
 
 TEMPLATE_DIR = Path(__file__).with_name("templates")

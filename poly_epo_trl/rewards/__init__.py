@@ -5,29 +5,22 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..importing import import_callable
+from .base import REWARDS
 from .code import OUTCOMES, TRUST_MODES, CodeReward, CodeVerdict, code_reward, extract_code
 from .math import MathVerifier, math_reward
 from .sandbox import ISOLATION_MODES, Sandbox, SandboxLimits, SandboxResult, SandboxUnavailable
 from .unit_tests import BadTests, plan_tests
 
-REWARDS: dict[str, str] = {
-    "math": "poly_epo_trl.rewards.math:math_reward",
-    "code": "poly_epo_trl.rewards.code:code_reward",
-    "sum_pair": "poly_epo_trl.demo.task:sum_pair_reward",
-}
-
 
 def resolve_reward(name: str, options: Any = None) -> Callable:
-    """A registered reward's name (``"math"``, ``"code"``, ``"sum_pair"``) or ``"package.module:function"``.
+    """A registered reward's name (``"math"``, ``"code"``, a task's reward) or ``"package.module:function"``.
 
     ``options`` (DatasetArguments) sets up ``"code"``: sandbox mode, trust mode, limits. SandboxUnavailable when
     the sandbox cannot run here."""
     if name == "code" and options is not None:
         limits = SandboxLimits(timeout_seconds=options.code_timeout_seconds, memory_mb=options.code_memory_mb)
         return CodeReward(limits, isolation=options.code_sandbox, trust_mode=options.code_trust_mode)
-    hint = f"use one of {sorted(REWARDS)} or 'package.module:function' for your own TRL reward function."
-    return import_callable(REWARDS.get(name, name), "reward", hint)
+    return REWARDS.get(name)
 
 
 __all__ = [

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..text import message_text
+from .base import REWARDS
 from .sandbox import DEFAULT_PACKAGES, Sandbox, SandboxLimits, SandboxResult
 from .unit_tests import BadTests, CallPlan, StdioPlan, decode, plan_tests
 
@@ -269,6 +270,7 @@ def _same_output(actual: str, expected: str) -> bool:
 _DEFAULT: list[CodeReward] = []
 
 
+@REWARDS.register("code")
 def code_reward(
     completions: Sequence[Any],
     tests: Sequence[Any],

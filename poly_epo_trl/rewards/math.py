@@ -19,6 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ..text import differ_only_in_case, last_boxed, message_text, normalize_answer
+from .base import REWARDS
 
 
 class _Worker:
@@ -110,6 +111,7 @@ def default_verifier() -> MathVerifier:
     return _VERIFIER
 
 
+@REWARDS.register("math")
 def math_reward(
     completions: Sequence[Any], answer: Sequence[Any], verifier: MathVerifier | None = None, **kwargs: Any
 ) -> list[float | None]:

@@ -10,9 +10,8 @@ from typing import Any
 
 from trl import GRPOConfig
 
-from ..advantages import BUILTIN_OBJECTIVES, DEGENERATE_CLUSTER_ID, ESTIMATORS, REDUCTIONS, SCALINGS
+from ..advantages import BUILTIN_OBJECTIVES, DEGENERATE_CLUSTER_ID, ESTIMATORS, OBJECTIVES, REDUCTIONS, SCALINGS
 from ..checks import check_field_types
-from ..importing import import_callable
 from ..judges.base import FALLBACKS
 from ..judges.llm import STRUCTURED_OUTPUTS
 from ..judges.openai_server import check_url, refuse_credentials
@@ -21,11 +20,9 @@ from ..judges.resilience import RetryPolicy
 
 
 def load_objective(spec: str) -> str | Callable:
-    """A built-in objective's name, or ``"package.module:function"`` for a user's own set objective."""
-    if spec in BUILTIN_OBJECTIVES:
-        return spec
-    hint = f"use one of {BUILTIN_OBJECTIVES} or 'package.module:function' for your own f(rewards, cluster_ids)."
-    return import_callable(spec, "set_objective", hint)
+    """A built-in objective's name as it is (it has a closed form); any other registered objective, or
+    ``"package.module:function"``, as its set function f(rewards, cluster_ids)."""
+    return spec if spec in BUILTIN_OBJECTIVES else OBJECTIVES.get(spec)
 
 
 DEFAULT_JUDGE = "answer"  # what a trainer built without args judges with: the final answers, no server needed

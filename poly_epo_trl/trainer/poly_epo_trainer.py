@@ -157,17 +157,18 @@ class _JudgedGroupsTrainer(FiniteRewardsGRPOTrainer):
         fallback (None when judged). A judge that raised on any process raises the same JudgeFailing on every
         process, instead of leaving the others waiting in a gather."""
         waiting = time.perf_counter()
+        local_error = None
         try:
             verdicts, failure = pending.future.result(), None
         except Exception as error:
-            verdicts, failure = [], f"{type(error).__name__}: {error}"
+            verdicts, failure, local_error = [], f"{type(error).__name__}: {error}", error
             logger.error("The judge failed on process %d", self.accelerator.process_index, exc_info=error)
         pending.waited = time.perf_counter() - waiting
         judged = gather_object([(self.accelerator.process_index, failure, pending.owned, verdicts)])
         failures = [(rank, cause) for rank, cause, _, _ in judged if cause]
         if failures:
             rank, cause = failures[0]
-            raise JudgeFailing(f"{self.judge.where()} failed on process {rank}: {cause}")
+            raise JudgeFailing(f"{self.judge.where()} failed on process {rank}: {cause}") from local_error
         num_groups = len(pending.completions) // pending.group_size
         rows: list[list[int] | None] = [None] * num_groups
         fallbacks: list[str | None] = [None] * num_groups

@@ -3,7 +3,7 @@
 Training pairs are ``S=<S>:a+b`` with a uniform in 1..S-1 and b = S - a, except that a fraction ``noise`` of the
 answers have b off by 1 to 3, so the base policy is right most of the time with many different answers.
 
-    python -m poly_epo_trl.demo.warm_start --out poly_epo_trl/demo/assets/warm_start
+    python -m poly_epo_trl.tasks.sum_pair.warm_start --out poly_epo_trl/tasks/sum_pair/assets/warm_start
 """
 
 from __future__ import annotations
@@ -15,13 +15,8 @@ from pathlib import Path
 
 import torch
 
-from .task import ALPHABET, make_prompt
+from . import ALL_TOTALS, ALPHABET, DEFAULT_ASSET, make_prompt
 from .tiny import build_char_tokenizer, build_tiny_model
-
-ALL_TOTALS = tuple(range(10, 100))
-HELD_OUT_TOTALS = tuple(range(12, 100, 6))  # 15 prompts never used for RL
-TRAIN_TOTALS = tuple(s for s in ALL_TOTALS if s not in HELD_OUT_TOTALS)
-DEFAULT_ASSET = Path(__file__).parent / "assets" / "warm_start"
 
 
 def sample_answer(total: int, rng: random.Random, noise: float) -> str:

