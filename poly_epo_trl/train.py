@@ -258,13 +258,29 @@ def main(argv: list[str] | None = None) -> Any:
     )
     if parts["eval_rows"]:
         trainer.add_callback(pass_at_k_callback(trainer, parts, script_args, training_args))
+    checkpoint = resume_checkpoint(training_args)
     try:
-        trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
+        trainer.train(resume_from_checkpoint=checkpoint)
     except JudgeFailing as error:
         print(f"error: {error}", file=sys.stderr)
         raise SystemExit(1) from None
     trainer.save_model(training_args.output_dir)
     return trainer
+
+
+def resume_checkpoint(training_args: PolyEPOConfig) -> str | bool | None:
+    """``resume_from_checkpoint`` when set, else the last ``checkpoint-N`` in ``output_dir`` (as open-r1's scripts
+    do), so a run started again after a crash continues where it stopped."""
+    if training_args.resume_from_checkpoint is not None:
+        return training_args.resume_from_checkpoint
+    if not os.path.isdir(training_args.output_dir):
+        return None
+    from transformers.trainer_utils import get_last_checkpoint
+
+    last = get_last_checkpoint(training_args.output_dir)
+    if last is not None:
+        print(f"resuming from {last} (the last checkpoint in output_dir)", flush=True)
+    return last
 
 
 if __name__ == "__main__":

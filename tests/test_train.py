@@ -319,3 +319,28 @@ def test_eval_refuses_the_problems_a_checkpoint_trained_on(tmp_path, capsys, mon
     assert len(report["problems"]["trained"]) == 2
     held_out = evaluate.main([*argv[:-6], "--output_dir", str(tmp_path / "eval2"), "--num_samples", "2"])
     assert len(held_out["problems"]["trained"]) == len(HELD_OUT_TOTALS)  # builtin:sum_pair's test split: allowed
+
+
+def test_a_run_started_again_resumes_from_its_last_checkpoint_and_credits_poly_epo(tmp_path, capsys, monkeypatch):
+    """open-r1's behaviour: a second run into the same output_dir continues from its last checkpoint-N. The model card
+    credits Poly-EPO with its paper, and a run (as a user starts it) does not warn about gradient_checkpointing."""
+    monkeypatch.chdir(ROOT)
+    out = tmp_path / "run"
+    argv = ["--config", "recipes/tiny/poly_epo/config_cpu.yaml", "--output_dir", str(out), "--save_steps", "1"]
+    argv += ["--save_strategy", "steps"]
+    first = subprocess.run(
+        [sys.executable, "-m", "poly_epo_trl.train", *argv, "--max_steps", "1"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"},
+        timeout=300,
+    )
+    assert first.returncode == 0, first.stderr[-2000:]
+    assert "gradient_checkpointing" not in first.stderr and "resuming" not in first.stdout
+    assert (out / "checkpoint-1").is_dir()
+    trainer = main([*argv, "--max_steps", "2"])
+    assert f"resuming from {out / 'checkpoint-1'}" in capsys.readouterr().out
+    assert trainer.state.global_step == 2 and (out / "checkpoint-2").is_dir()
+    trainer.create_model_card()
+    card = (out / "README.md").read_text()
+    assert "Poly-EPO" in card and "2604.17654" in card and "poly-epo" in card

@@ -36,6 +36,16 @@ class PolyEPOConfig(GRPOConfig):
     by the maximum completion length), no KL term, clipping 0.2 / 0.28, learning rate 1e-6, temperature 1.
     """
 
+    # GRPOConfig defaults the deprecated `gradient_checkpointing` to True, which warns on every run: default the new
+    # name instead (resolved in __post_init__), so only a recipe that uses the old name is told to change it.
+    gradient_checkpointing: bool | None = field(
+        default=None, metadata={"help": "Deprecated name of activation_checkpointing (used when that is unset)."}
+    )
+    activation_checkpointing: bool | None = field(
+        default=None,
+        metadata={"help": "Recompute activations in the backward pass to save memory (default true, as in TRL)."},
+    )
+
     # Overridden GRPOConfig defaults (the paper's settings)
     learning_rate: float = field(default=1e-6, metadata={"help": "Initial learning rate for AdamW (paper: 1e-6)."})
     num_generations: int | None = field(default=8, metadata={"help": "Rollouts per prompt, N (paper: 8)."})
@@ -213,6 +223,8 @@ class PolyEPOConfig(GRPOConfig):
             self.scale_rewards = "group" if self.scale_rewards else "none"
         check_field_types(self)  # a YAML recipe's values arrive unconverted: hold each to its field's type
         self.validate_grpo_basics()
+        if self.activation_checkpointing is None and self.gradient_checkpointing is None:
+            self.activation_checkpointing = True  # TRL's default, without the deprecation warning
         super().__post_init__()
         self.validate_set_rl()
 

@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import concurrent.futures
 import logging
+import textwrap
 import time
+import warnings
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 from accelerate.utils import gather_object
@@ -34,6 +36,9 @@ from ..text import message_text, prompt_text
 from .config import DEFAULT_JUDGE, PolyEPOConfig, load_objective
 
 logger = logging.getLogger(__name__)
+# TRL 1.16 reads `model.is_gradient_checkpointing` every step, which transformers 5.23 deprecates: the user cannot act
+# on that warning (it is not about their settings), so it is silenced; a recipe using `gradient_checkpointing` warns.
+warnings.filterwarnings("ignore", message=r"`is_gradient_checkpointing` is deprecated", category=FutureWarning)
 
 
 @dataclass
@@ -60,6 +65,19 @@ class PendingJudge:
     owned: list[int]
     future: concurrent.futures.Future
     waited: float = 0.0  # seconds the main thread waited for the verdicts: what the judge cost the step
+
+
+POLY_EPO_PAPER = {
+    "title": "Polychromic Exploratory Policy Optimization",
+    "id": "2604.17654",
+    "citation": textwrap.dedent("""\
+        @article{orney2026polyepo,
+            title        = {{Polychromic Exploratory Policy Optimization}},
+            author       = {Orney and Hamid and others},
+            year         = 2026,
+            eprint       = {arXiv:2604.17654},
+        }"""),
+}
 
 
 class FiniteRewardsGRPOTrainer(GRPOTrainer):
@@ -255,6 +273,10 @@ class PolyEPOTrainer(_JudgedGroupsTrainer):
     ``judge(prompt: str, completions: list[str]) -> list[int]``, or a judge spec string.
     """
 
+    _tag_names: ClassVar[list[str]] = ["trl", "grpo", "poly-epo"]
+    _name = "Poly-EPO"
+    _paper = POLY_EPO_PAPER
+
     def __init__(self, *args: Any, judge: Any = None, **kwargs: Any) -> None:
         super().__init__(*args, judge=judge, **kwargs)
         self.set_objective = load_objective(self.args.set_objective)
@@ -330,6 +352,9 @@ class GRPODivTrainer(_JudgedGroupsTrainer):
     """
 
     default_output_suffix = "GRPO-DIV"
+    _tag_names: ClassVar[list[str]] = ["trl", "grpo", "grpo-div"]
+    _name = "GRPO+DIV"
+    _paper = POLY_EPO_PAPER  # the baseline is defined in the Poly-EPO paper
 
     def __init__(self, *args: Any, judge: Any = None, **kwargs: Any) -> None:
         super().__init__(*args, judge=judge, **kwargs)
