@@ -11,6 +11,7 @@ from typing import Any
 from datasets import Dataset, load_dataset
 
 from .checks import RecipeError, check_field_types
+from .constants import BUILTIN_PREFIX
 from .models import MODEL_UNSET
 
 MATH_INSTRUCTION = "Please reason step by step, and put your final answer within \\boxed{}."
@@ -202,7 +203,7 @@ def check_model_path(name: str | None, field_name: str = "model_name_or_path") -
     output_dir before its first save: its ``checkpoint-N`` folders are named)."""
     if not name:
         raise RecipeError(MODEL_UNSET)
-    if name.startswith("builtin:"):
+    if name.startswith(BUILTIN_PREFIX):
         return
     path = Path(name).expanduser()
     looks_local = name.startswith(("/", ".", "~")) or name.count("/") > 1 or path.is_dir()

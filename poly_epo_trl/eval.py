@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .checks import RecipeError, parse_recipe
+from .constants import BUILTIN_PREFIX
 from .data import (
     DatasetArguments,
     check_model_path,
@@ -153,7 +154,7 @@ class EvalArguments(DatasetArguments):
         for spec in self.model_name_or_path:
             label, sep, path = spec.partition("=")
             if not sep:
-                label, path = Path(spec.rstrip("/")).name.replace("builtin:", ""), spec
+                label, path = Path(spec.rstrip("/")).name.replace(BUILTIN_PREFIX, ""), spec
             out.append((label, path))
         return out
 

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from .checks import RecipeError
+from .constants import BUILTIN_PREFIX
 from .registry import Registry
 
 MODELS: Registry[Callable[[], str]] = Registry("model")
@@ -54,8 +55,8 @@ def resolve_model(name: str | None) -> str:
     anything else (a Hub id, a local folder) as it is."""
     if not name:
         raise RecipeError(MODEL_UNSET)
-    if name.startswith("builtin:"):
-        builtin = name.removeprefix("builtin:")
+    if name.startswith(BUILTIN_PREFIX):
+        builtin = name.removeprefix(BUILTIN_PREFIX)
         if builtin not in MODELS:
             raise RecipeError(f"model_name_or_path={name!r}: no such built-in model; {MODELS.hint()}")
         return MODELS.get(builtin)()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
@@ -68,9 +68,6 @@ class Registry(Generic[T]):
     def __contains__(self, name: object) -> bool:
         load_plugins()
         return name in self._entries
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.names())
 
     def hint(self) -> str:
         """What may be named: the registered names, and the ``package.module:function`` form when it applies."""

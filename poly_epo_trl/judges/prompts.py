@@ -122,6 +122,12 @@ def split_evenly(count: int, most: int) -> list[range]:
     return [range(start, end) for start, end in itertools.pairwise(bounds)]
 
 
+def next_cluster_id(known: dict[int, str], degenerate_cluster_id: int = DEGENERATE_CLUSTER_ID) -> int:
+    """The id a strategy new to the group gets: one past the largest known id, stepping over the degenerate id."""
+    new = max(known, default=0) + 1
+    return new + (new == degenerate_cluster_id)
+
+
 def merge_part(
     known: dict[int, str], ids: list[int], descriptions: list[str], degenerate_cluster_id: int = DEGENERATE_CLUSTER_ID
 ) -> list[int]:
@@ -133,8 +139,7 @@ def merge_part(
     for cluster_id, description in zip(ids, descriptions, strict=True):
         if cluster_id != degenerate_cluster_id and cluster_id not in known:
             if cluster_id not in fresh:
-                new = max(known, default=0) + 1
-                new += new == degenerate_cluster_id
+                new = next_cluster_id(known, degenerate_cluster_id)
                 fresh[cluster_id] = new
                 known[new] = description
             cluster_id = fresh[cluster_id]
@@ -145,8 +150,7 @@ def merge_part(
 def known_strategies(known: dict[int, str], degenerate_cluster_id: int = DEGENERATE_CLUSTER_ID) -> str:
     """The note that follows a later part's prompt: the strategies found in the group's earlier parts, to reuse."""
     listed = "\n".join(f"- cluster_id {cluster_id}: {description}" for cluster_id, description in known.items())
-    following = max(known) + 1
-    following += following == degenerate_cluster_id
+    following = next_cluster_id(known, degenerate_cluster_id)
     return (
         "\n\nThese answers are the next part of a larger group. The earlier answers to this problem were already "
         f"grouped into these strategies:\n{listed}\nGive an answer that uses one of these strategies its "

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..constants import DEGENERATE_CLUSTER_ID
-from ..models import MODELS, resolve_model
+from ..models import MODELS
 from ..registry import Registry, import_callable
 from .answer import AnswerJudge
 from .base import CallableJudge, ClusteringJudge, DistinctJudge
@@ -96,7 +96,7 @@ def transformers_judge(arg: str, options: JudgeOptions) -> ClusteringJudge:
     """``transformers:<path>``, or the name of a built-in model (``transformers:smollm2``)."""
     if not arg:
         raise ValueError("Judge spec 'transformers' needs a model: 'transformers:<path>' or 'transformers:smollm2'.")
-    path = resolve_model(f"builtin:{arg}") if arg in MODELS else arg
+    path = MODELS.get(arg)() if arg in MODELS else arg
     return TransformersJudge(path, **options.common, **options.lm)
 
 

@@ -6,21 +6,20 @@ from __future__ import annotations
 from datasets import Dataset
 
 from ..checks import RecipeError
+from ..constants import BUILTIN_PREFIX
 from ..data import DatasetArguments, load_table
 from . import sum_pair
 from .base import TASKS, Task
 
-BUILTIN = "builtin:"
-
 
 def load_rows(args: DatasetArguments, split: str) -> Dataset:
     """The raw rows of ``split``: a built-in task's (``builtin:<task>``), else the table ``data.load_table`` reads."""
-    if not args.dataset_name.startswith(BUILTIN):
+    if not args.dataset_name.startswith(BUILTIN_PREFIX):
         return load_table(args, split)
-    name = args.dataset_name.removeprefix(BUILTIN)
+    name = args.dataset_name.removeprefix(BUILTIN_PREFIX)
     if name not in TASKS:
         raise RecipeError(f"dataset_name={args.dataset_name!r}: no such built-in task; {TASKS.hint()}")
-    return TASKS.get(name).load(split)
+    return TASKS.get(name).rows(split)
 
 
 __all__ = ["TASKS", "Task", "load_rows", "sum_pair"]

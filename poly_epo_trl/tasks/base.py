@@ -22,8 +22,5 @@ class Task:
     held_out_split: str = "test"
     model: str | None = None
 
-    def load(self, split: str) -> Dataset:
-        return self.rows(split)
-
 
 TASKS: Registry[Task] = Registry("task")
