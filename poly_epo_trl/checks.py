@@ -15,14 +15,19 @@ class RecipeError(ValueError):
     """A recipe that cannot run; the message says what to change."""
 
 
-def parse_recipe(classes: tuple[type, ...], argv: list[str] | None) -> tuple[Any, ...]:
+def parse_recipe(
+    classes: tuple[type, ...], argv: list[str] | None, defaults: dict[str, Any] | None = None
+) -> tuple[Any, ...]:
     """``TrlParser(classes).parse_args_and_config(argv)``, every value held to its field's type, and every user
-    error (YAML syntax, unreadable file, unknown key, bad value) a ``RecipeError`` of one line."""
+    error (YAML syntax, unreadable file, unknown key, bad value) a ``RecipeError`` of one line. ``defaults``
+    replace the fields' own defaults (the recipe and the command line still override them)."""
     import yaml
     from trl import TrlParser
 
     parser = TrlParser(classes)
     parser.error = _argument_error
+    if defaults:
+        parser.set_defaults_with_config(**defaults)
     try:
         parsed = parser.parse_args_and_config(argv)
         for obj in parsed:  # ours check their fields in __post_init__, before any conversion; others (TRL's) here
@@ -38,6 +43,31 @@ def parse_recipe(classes: tuple[type, ...], argv: list[str] | None) -> tuple[Any
     except (ValueError, TypeError) as error:
         raise RecipeError(_explain_unknown(str(error), classes)) from None
     return tuple(parsed)
+
+
+def recipe_value(argv: list[str] | None, key: str) -> Any:
+    """The value ``key`` gets from the command line (``--key v``, ``--key=v``) or else the ``--config`` YAML; None when
+    neither sets it or the recipe cannot be read (``parse_recipe`` reports that)."""
+    import sys
+
+    import yaml
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    for i, arg in enumerate(args):
+        for flag in (f"--{key}", f"--{key.replace('_', '-')}"):
+            if arg == flag and i + 1 < len(args):
+                return args[i + 1]
+            if arg.startswith(flag + "="):
+                return arg.split("=", 1)[1]
+    if "--config" in args[:-1]:
+        try:
+            with open(args[args.index("--config") + 1]) as file:
+                config = yaml.safe_load(file)
+        except (OSError, yaml.YAMLError):
+            return None
+        if isinstance(config, dict):
+            return config.get(key)
+    return None
 
 
 def _argument_error(message: str) -> None:

@@ -294,3 +294,17 @@ def format_dataset(dataset: Dataset, args: DatasetArguments, max_rows: int | Non
     read = {args.prompt_column, args.code_setup_column}
     remove = [c for c in dataset.column_names if c not in keep or c in read]
     return dataset.map(to_prompt, remove_columns=remove)
+
+
+def drop_long_prompts(dataset: Dataset, tokenizer: Any, max_tokens: int) -> tuple[Dataset, int]:
+    """Rows whose prompt is at most ``max_tokens`` tokens as the trainer will feed it (chat prompts through the chat
+    template with the generation prompt), and how many were dropped: verl's ``filter_overlong_prompts``."""
+
+    def length(row: dict[str, Any]) -> int:
+        prompt = row["prompt"]
+        if isinstance(prompt, list):
+            return len(tokenizer.apply_chat_template(prompt, tokenize=True, add_generation_prompt=True))
+        return len(tokenizer(prompt)["input_ids"])
+
+    kept = dataset.filter(lambda row: length(row) <= max_tokens)
+    return kept, len(dataset) - len(kept)

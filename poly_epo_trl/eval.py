@@ -30,7 +30,7 @@ from .data import (
     refuse_training_rows,
 )
 from .evaluation.plots import plot_report
-from .evaluation.report import summarize
+from .evaluation.report import format_table, summarize
 from .evaluation.runner import evaluate_checkpoint
 from .evaluation.sampling import BACKENDS, SamplingSettings, TransformersSampler, VLLMSampler, choose_backend
 from .evaluation.scoring import Scorer
@@ -243,19 +243,6 @@ def run(args: EvalArguments) -> dict[str, Any]:
     return report
 
 
-def format_summary(summaries: dict[str, dict[str, Any]]) -> str:
-    """A console table: pass@1, pass@n, maj@n, vote share and distinct correct clusters per checkpoint."""
-    lines = [f"{'checkpoint':<20} {'pass@1':>8} {'pass@n':>8} {'maj@n':>8} {'vote':>6} {'distinct correct':>17}"]
-    for label, s in summaries.items():
-        distinct = s["distinct_correct_clusters"]
-        cell = f"{distinct['mean']:.2f} ({distinct['low']:.2f}-{distinct['high']:.2f})" if distinct else "-"
-        lines.append(
-            f"{label:<20} {s['pass_at_k']['mean'][0]:>8.3f} {s['pass_at_k']['mean'][-1]:>8.3f} "
-            f"{s['maj_at_k']['mean'][-1]:>8.3f} {s['vote_share']['mean']:>6.2f} {cell:>17}"
-        )
-    return "\n".join(lines)
-
-
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("httpx2").setLevel(logging.WARNING)  # a line per judge request, with its URL
@@ -265,7 +252,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     except RecipeError as error:
         print(f"error: {error}", file=sys.stderr)
         raise SystemExit(2) from None
-    print(format_summary(report["summaries"]))
+    print(format_table(report["summaries"]))
     print(f"wrote {Path(args.output_dir) / 'report.json'} and {len(report['plots'])} plots")
     return report
 

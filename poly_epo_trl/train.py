@@ -18,13 +18,15 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
+from transformers.trainer_callback import PrinterCallback, ProgressCallback
 from trl import ModelConfig, get_peft_config, get_quantization_config
 
-from .checks import RecipeError, parse_recipe
+from .checks import RecipeError, parse_recipe, recipe_value
 from .data import (
     DatasetArguments,
     check_model_path,
     check_output_dir,
+    drop_long_prompts,
     format_dataset,
     problem_fingerprints,
     refuse_training_rows,
@@ -36,7 +38,7 @@ from .evaluation.scoring import Scorer
 from .judges import ClusteringJudge, JudgeFailing, resolve_judge
 from .models import resolve_model
 from .rewards import SandboxUnavailable, resolve_reward
-from .tasks import load_rows
+from .tasks import load_rows, task_defaults
 from .trainer import FiniteRewardsGRPOTrainer, GRPODivTrainer, PolyEPOConfig, PolyEPOTrainer
 
 logger = logging.getLogger(__name__)
@@ -77,15 +79,35 @@ class ScriptArguments(DatasetArguments):
     )
     eval_max_problems: int | None = field(default=64, metadata={"help": "Evaluate on the first problems only."})
     eval_num_samples: int = field(default=16, metadata={"help": "Samples per held-out problem (n of pass@k)."})
+    max_prompt_tokens: int | None = field(
+        default=None,
+        metadata={
+            "help": "Drop training prompts longer than this many tokens (after the chat template), as verl's "
+            "filter_overlong_prompts does; the count dropped is logged. None keeps every prompt."
+        },
+    )
+    eval_at_start: bool = field(
+        default=False, metadata={"help": "Also evaluate the held-out problems before the first step (step 0)."}
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if not self.reward_funcs:
             raise RecipeError("reward_funcs is empty: name at least one reward, e.g. [math].")
+        if self.max_prompt_tokens is not None and self.max_prompt_tokens < 1:
+            raise RecipeError(
+                f"max_prompt_tokens={self.max_prompt_tokens}: a positive token count, or null for no limit."
+            )
 
 
 def parse(argv: list[str] | None = None) -> tuple[ScriptArguments, PolyEPOConfig, ModelConfig]:
-    script_args, training_args, model_args = parse_recipe((ScriptArguments, PolyEPOConfig, ModelConfig), argv)
+    """The recipe's three configs; a built-in task (``dataset_name: builtin:<task>``) supplies the keys it declares
+    (reward, judge, warm start, prompt format) where the recipe leaves them out."""
+    dataset = recipe_value(argv, "dataset_name") or ScriptArguments.dataset_name
+    defaults = task_defaults(dataset) if isinstance(dataset, str) else {}
+    script_args, training_args, model_args = parse_recipe(
+        (ScriptArguments, PolyEPOConfig, ModelConfig), argv, defaults
+    )
     if script_args.trainer not in TRAINERS:
         raise RecipeError(f"trainer={script_args.trainer!r}: use one of {sorted(TRAINERS)}.")
     return script_args, training_args, model_args
@@ -113,6 +135,17 @@ def check_judge(judge: ClusteringJudge, budget: float = PROBE_BUDGET_SECONDS) ->
         judge.pop_latencies()
 
 
+def load_tokenizer(model_args: ModelConfig) -> Any:
+    """The policy's tokenizer (prompt lengths are counted in its tokens)."""
+    from transformers import AutoTokenizer
+
+    path = resolve_model(model_args.model_name_or_path)
+    try:
+        return AutoTokenizer.from_pretrained(path, revision=model_args.model_revision)
+    except OSError as error:
+        raise RecipeError(f"max_prompt_tokens needs the model's tokenizer: {error}") from None
+
+
 def check_quantization(model_args: ModelConfig) -> None:
     """RecipeError for a quantized load without bitsandbytes (ModelConfig refuses 4- and 8-bit together)."""
     wanted = "load_in_4bit" if model_args.load_in_4bit else "load_in_8bit" if model_args.load_in_8bit else None
@@ -136,6 +169,11 @@ def build(script_args: ScriptArguments, training_args: PolyEPOConfig, model_args
     table = load_rows(script_args, script_args.dataset_train_split)
     trained = problem_fingerprints(table, script_args.prompt_column, script_args.max_train_samples)
     dataset = format_dataset(table, script_args, script_args.max_train_samples)
+    if script_args.max_prompt_tokens is not None and len(dataset):
+        dataset, dropped = drop_long_prompts(dataset, load_tokenizer(model_args), script_args.max_prompt_tokens)
+        logger.info("max_prompt_tokens=%d: dropped %d overlong prompts", script_args.max_prompt_tokens, dropped)
+        if len(dataset) == 0:
+            raise RecipeError(f"Every prompt is longer than max_prompt_tokens={script_args.max_prompt_tokens}.")
     if len(dataset) == 0:
         raise RecipeError("The dataset is empty after formatting.")
     judge = None
@@ -186,7 +224,14 @@ def pass_at_k_callback(
         seed=training_args.seed,
     )
     scorer = Scorer(parts["reward_funcs"], training_args.reward_weights, parts["judge"])
-    return PassAtKCallback(trainer, parts["eval_rows"], scorer, settings, int(training_args.eval_steps))
+    return PassAtKCallback(
+        trainer,
+        parts["eval_rows"],
+        scorer,
+        settings,
+        int(training_args.eval_steps),
+        on_start=script_args.eval_at_start,
+    )
 
 
 def model_init_kwargs(model_args: ModelConfig, training_args: PolyEPOConfig) -> dict[str, Any]:
@@ -236,6 +281,25 @@ def main(argv: list[str] | None = None) -> Any:
             f"judge {training_args.judge!r}"
         )
         return parts
+    try:
+        trainer = run(script_args, training_args, model_args, parts)
+    except JudgeFailing as error:
+        print(f"error: {error}", file=sys.stderr)
+        raise SystemExit(1) from None
+    return trainer
+
+
+def run(
+    script_args: ScriptArguments,
+    training_args: PolyEPOConfig,
+    model_args: ModelConfig,
+    parts: dict[str, Any],
+    callbacks: list[Any] | None = None,
+    print_logs: bool = True,
+) -> Any:
+    """Train from ``build``'s parts: record the training problems, make the trainer the recipe names (plus the
+    held-out evaluation and ``callbacks``), resume from the last checkpoint, train, save. Returns the trainer.
+    ``print_logs=False`` leaves progress to ``callbacks`` (no log dicts, no progress bar)."""
     if int(os.environ.get("RANK", "0")) == 0:
         save_training_problems(
             training_args.output_dir,
@@ -251,19 +315,18 @@ def main(argv: list[str] | None = None) -> Any:
         model=model,
         reward_funcs=parts["reward_funcs"],
         args=training_args,
-        train_dataset=dataset,
+        train_dataset=parts["train_dataset"],
         peft_config=get_peft_config(model_args),
         quantization_config=get_quantization_config(model_args),
+        callbacks=callbacks,
         **kwargs,
     )
     if parts["eval_rows"]:
         trainer.add_callback(pass_at_k_callback(trainer, parts, script_args, training_args))
-    checkpoint = resume_checkpoint(training_args)
-    try:
-        trainer.train(resume_from_checkpoint=checkpoint)
-    except JudgeFailing as error:
-        print(f"error: {error}", file=sys.stderr)
-        raise SystemExit(1) from None
+    if not print_logs:
+        trainer.remove_callback(PrinterCallback)
+        trainer.remove_callback(ProgressCallback)
+    trainer.train(resume_from_checkpoint=resume_checkpoint(training_args))
     trainer.save_model(training_args.output_dir)
     return trainer
 

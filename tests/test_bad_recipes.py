@@ -64,7 +64,13 @@ RECIPES = [
     ("prompt_column_missing", replaced("prompt_column: problem", "prompt_column: question"), "no column 'question'"),
     ("dataset_missing", replaced("dataset_name: builtin:sum_pair", "dataset_name: missing.jsonl"), "no such file"),
     ("model_missing", replaced("model_name_or_path: builtin:demo", "model_name_or_path: ./no/model"), "no such"),
-    ("model_unset", replaced("model_name_or_path: builtin:demo\n", ""), "model_name_or_path is not set"),
+    (
+        "model_unset",  # a built-in task brings its warm start; another dataset does not
+        replaced("model_name_or_path: builtin:demo\n", "").replace(
+            "builtin:sum_pair", "recipes/data/grade_school_math.jsonl"
+        ),
+        "model_name_or_path is not set",
+    ),
     ("use_cpu_text", replaced("use_cpu: true", "use_cpu: maybe"), "use_cpu"),
     ("code_sandbox_unknown", RECIPE + "code_sandbox: docker\n", "code_sandbox"),
     ("code_memory_zero", RECIPE + "code_memory_mb: 0\n", "code_memory_mb"),

@@ -24,19 +24,65 @@ def test_fast_demo_produces_table_json_and_plot(tmp_path, capsys):
     for label in ("GRPO (Dr.GRPO)", "GRPO+DIV", "Poly-EPO", "warm start", "distinct correct"):
         assert label in printed
     saved = json.loads((out / "results.json").read_text())
-    assert saved["summary"].keys() == {"grpo", "grpo_div", "poly_epo"}
+    assert saved["summary"].keys() == {"warm start", "GRPO (Dr.GRPO)", "GRPO+DIV", "Poly-EPO"}
     for method, by_seed in saved["runs"].items():
         run = by_seed["0"]
-        assert [p["step"] for p in run["curve"]] == [0, 2, 3], method
+        assert [p["step"] for p in run["curve"]] == [0, 2, 3], method  # at start, every 2 steps, at the end
         assert run["final"]["ks"] == [1, 2, 4]
-        assert 0 <= run["final"]["pass_at_1"] <= 1
-        assert 0 <= run["final"]["distinct_correct"] <= 4
+        assert 0 <= run["final"]["pass_at_k"]["mean"][0] <= 1
+        assert 0 <= run["final"]["distinct_correct_clusters"]["mean"] <= 4
+        # each run went through poly-epo train: its model and training problems are in its output_dir
+        assert (out / "runs" / f"{method}-seed0" / "model.safetensors").is_file()
+        assert (out / "runs" / f"{method}-seed0" / "training_problems.json").is_file()
     assert report["distinct_ratio_poly_epo_vs_grpo"] == saved["distinct_ratio_poly_epo_vs_grpo"]
     with Image.open(out / "demo.png") as image:
         assert image.size[0] > 500 and image.size[1] > 300
         assert len(set(image.convert("L").getdata())) > 10  # drawn, not blank
 
 
+def test_demo_numbers_are_what_poly_epo_eval_reports(tmp_path):
+    """The demo's final evaluation is the library's: poly-epo eval on the demo's saved model, with the same samples
+    per problem and seed, reports the same pass@k and distinct correct clusters."""
+    from poly_epo_trl.eval import main as evaluate
+
+    out = tmp_path / "demo"
+    report = main(
+        [
+            "--out",
+            str(out),
+            "--steps",
+            "2",
+            "--curve-every",
+            "2",
+            "--eval-samples",
+            "4",
+            "--curve-samples",
+            "2",
+            "--methods",
+            "poly_epo",
+            "--seeds",
+            "3",
+        ]
+    )
+    model = out / "runs" / "poly_epo-seed3"
+    args = [
+        "--config",
+        "recipes/tiny/eval/config_demo.yaml",
+        "--model_name_or_path",
+        f"poly_epo={model}",
+        "--num_samples",
+        "4",
+        "--seed",
+        "3",
+        "--output_dir",
+        str(tmp_path / "eval"),
+    ]
+    summary = evaluate(args)["summaries"]["poly_epo"]
+    final = report["runs"]["poly_epo"]["3"]["final"]
+    assert summary["pass_at_k"]["mean"] == final["pass_at_k"]["mean"]
+    assert summary["distinct_correct_clusters"]["mean"] == final["distinct_correct_clusters"]["mean"]
+
+
 def test_demo_rejects_a_missing_checkpoint(tmp_path):
-    with pytest.raises(FileNotFoundError, match="warm_start"):
+    with pytest.raises(SystemExit, match="no such directory"):
         main(["--out", str(tmp_path), "--checkpoint", str(tmp_path / "nothing")])

@@ -33,3 +33,26 @@ def test_diversity_and_votes():
     assert majority_vote(["7", None, "7", "8"]) == ("7", 0.5)
     assert powers_of_two_up_to(32) == [1, 2, 4, 8, 16, 32]
     assert powers_of_two_up_to(12) == [1, 2, 4, 8, 12]
+
+
+def test_across_seeds_is_a_student_t_interval_of_the_seed_means():
+    from poly_epo_trl.evaluation.report import across_seeds, summarize
+
+    def problems(correct: int) -> list[dict]:
+        from poly_epo_trl.evaluation.report import problem_metrics
+
+        return [problem_metrics([1.0] * correct + [0.0] * (4 - correct), ["a"] * 4, [0, 1, 2, 3])]
+
+    runs = [summarize(problems(c), num_resamples=10) for c in (1, 2, 3)]  # pass@1 0.25, 0.5, 0.75
+    combined = across_seeds(runs)
+    assert combined["num_seeds"] == 3 and combined["ks"] == [1, 2, 4]
+    assert combined["pass_at_k"]["mean"][0] == pytest.approx(0.5)
+    half = 4.302652729911275 * 0.25 / 3**0.5  # t(0.975, df=2) * sd / sqrt(n)
+    assert combined["pass_at_k"]["low"][0] == pytest.approx(0.5 - half)
+    assert combined["pass_at_k"]["high"][0] == pytest.approx(0.5 + half)
+    assert combined["distinct_correct_clusters"]["mean"] == pytest.approx(2.0)
+    one = across_seeds(runs[:1])
+    assert one["pass_at_k"]["low"] == one["pass_at_k"]["mean"] == one["pass_at_k"]["high"]
+    with pytest.raises(ValueError, match="different sample counts"):
+        across_seeds([runs[0], summarize([*problems(1)[:0], {**problems(1)[0], "num_samples": 2}], 10)])
+

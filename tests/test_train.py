@@ -1,6 +1,7 @@
 """The training entry point and the recipes: every recipe validates, the CPU recipe trains, bad input stops early."""
 
 import json
+import logging
 import os
 import re
 import subprocess
@@ -68,6 +69,10 @@ def test_every_recipe_validates(recipe_path, tmp_path, judge_url, monkeypatch):
     argv = ["--config", str(recipe_path), "--dry_run", "true", "--output_dir", str(tmp_path / "out")]
     if not str(recipe["dataset_name"]).startswith(("builtin:", "recipes/")):
         argv += ["--dataset_name", local_copy_of_dataset(recipe, tmp_path)]
+    if recipe.get("eval_dataset_name") and not str(recipe["eval_dataset_name"]).startswith(("builtin:", "recipes/")):
+        argv += ["--eval_dataset_name", local_copy_of_dataset(recipe, tmp_path), "--eval_on_training_rows", "true"]
+    if recipe.get("max_prompt_tokens") and not str(recipe["model_name_or_path"]).startswith("builtin:"):
+        argv += ["--model_name_or_path", "builtin:smollm2"]  # a tokenizer to count prompt tokens with, offline
     if recipe.get("bf16"):  # GPU recipes: validate the rest on this CPU machine
         argv += ["--bf16", "false", "--use_cpu", "true"]
     if str(recipe.get("judge", "")).startswith("openai:"):
@@ -92,17 +97,47 @@ def test_paper_recipes_differ_only_where_they_should():
     }
     keys = set().union(*configs.values())
     differing = {k for k in keys if len({json.dumps(c.get(k)) for c in configs.values()}) > 1}
-    assert differing == {"trainer", "output_dir", "run_name"}
+    assert differing == {"trainer", "output_dir", "run_name", "epsilon_high"}
     assert [configs[m]["trainer"] for m in configs] == ["poly_epo", "grpo", "grpo_div"]
+    assert [configs[m]["epsilon_high"] for m in configs] == [0.28, 0.2, 0.2]  # the authors' baselines: 0.2
     paper = configs["poly_epo"]
     assert (paper["num_generations"], paper["set_size"], paper["learning_rate"], paper["max_steps"]) == (
         8,
         4,
         1e-6,
-        850,
+        2 * 850,
     )
-    assert (paper["epsilon"], paper["epsilon_high"], paper["max_completion_length"]) == (0.2, 0.28, 4096)
-    assert paper["per_device_train_batch_size"] * paper["gradient_accumulation_steps"] * 8 == 128 * 8
+    assert (paper["epsilon"], paper["max_completion_length"]) == (0.2, 4096)
+    assert (paper["max_grad_norm"], paper["weight_decay"], paper["max_prompt_tokens"]) == (0.3, 0.01, 1024)
+    # on 8 GPUs: 64 prompts x 8 per optimizer update, 128 prompts x 8 per generation batch (two updates)
+    per_update = paper["per_device_train_batch_size"] * paper["gradient_accumulation_steps"] * 8
+    assert per_update == 64 * 8 and paper["steps_per_generation"] == 2 * paper["gradient_accumulation_steps"]
+    assert paper["per_device_train_batch_size"] * paper["steps_per_generation"] * 8 == 128 * 8
+    assert (paper["eval_num_samples"], paper["temperature"], paper["eval_steps"]) == (16, 1.0, 2 * 50)
+
+
+def test_overlong_prompts_are_dropped_in_the_policy_tokens(tmp_path, caplog, capsys):
+    from datasets import Dataset
+    from transformers import AutoTokenizer
+
+    from poly_epo_trl.data import drop_long_prompts
+    from poly_epo_trl.models import resolve_model
+
+    tokenizer = AutoTokenizer.from_pretrained(resolve_model("builtin:smollm2"))
+    chat = [[{"role": "user", "content": "word " * n}] for n in (1, 10, 100)]
+    lengths = [len(tokenizer.apply_chat_template(c, tokenize=True, add_generation_prompt=True)) for c in chat]
+    kept, dropped = drop_long_prompts(Dataset.from_dict({"prompt": chat}), tokenizer, lengths[1])
+    assert dropped == 1 and [len(p[0]["content"].split()) for p in kept["prompt"]] == [1, 10]
+    kept, dropped = drop_long_prompts(Dataset.from_dict({"prompt": ["a b", "a " * 50]}), tokenizer, 10)
+    assert (len(kept), dropped) == (1, 1)
+    # through the recipe: the toy task's prompts ("S=10:") are 5 tokens of its character tokenizer
+    recipe = ["--dataset_name", "builtin:sum_pair", "--use_cpu", "true", "--bf16", "false", "--dry_run", "true"]
+    with pytest.raises(SystemExit):
+        main([*recipe, "--output_dir", str(tmp_path), "--max_prompt_tokens", "4"])
+    assert "Every prompt is longer than max_prompt_tokens=4" in capsys.readouterr().err
+    with caplog.at_level(logging.INFO):
+        parts = main([*recipe, "--output_dir", str(tmp_path), "--max_prompt_tokens", "5"])
+    assert len(parts["train_dataset"]) == 75 and "dropped 0 overlong prompts" in caplog.text
 
 
 def test_cpu_recipe_matches_the_demo():
@@ -344,3 +379,24 @@ def test_a_run_started_again_resumes_from_its_last_checkpoint_and_credits_poly_e
     trainer.create_model_card()
     card = (out / "README.md").read_text()
     assert "Poly-EPO" in card and "2604.17654" in card and "poly-epo" in card
+
+
+def test_a_builtin_task_fills_in_what_the_recipe_leaves_out(tmp_path):
+    """dataset_name: builtin:sum_pair brings the task's reward, judge, warm start and prompt format; the recipe and
+    the command line still win over them."""
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text(f"dataset_name: builtin:sum_pair\nuse_cpu: true\nbf16: false\noutput_dir: {tmp_path}\n")
+    script_args, training_args, model_args = parse(["--config", str(recipe)])
+    assert script_args.reward_funcs == ["sum_pair"] and training_args.judge == "sum_pair"
+    assert model_args.model_name_or_path == "builtin:demo" and training_args.max_completion_length == 6
+    assert (script_args.prompt_column, script_args.answer_column, script_args.chat_format) == ("problem", None, False)
+    assert script_args.dataset_test_split == "test"
+    recipe.write_text(
+        f"dataset_name: builtin:sum_pair\njudge: answer\nuse_cpu: true\nbf16: false\noutput_dir: {tmp_path}\n"
+    )
+    script_args, training_args, _ = parse(["--config", str(recipe), "--reward_funcs", "math"])
+    assert script_args.reward_funcs == ["math"] and training_args.judge == "answer"
+    # another dataset gets none of it
+    script_args, training_args, model_args = parse(["--config", str(recipe), "--dataset_name", "data/x.jsonl"])
+    assert script_args.reward_funcs == ["math"] and model_args.model_name_or_path is None
+    assert training_args.max_completion_length != 6

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -9,15 +11,20 @@ from accelerate.utils import gather_object
 from transformers import TrainerCallback
 from trl.models.utils import unwrap_model_for_generation
 
-from .report import problem_metrics, summarize
-from .sampling import SamplingSettings, TransformersSampler
+from .report import summarize
+from .runner import policy_metrics
+from .sampling import SamplingSettings
 from .scoring import Scorer
+
+logger = logging.getLogger(__name__)
 
 
 class PassAtKCallback(TrainerCallback):
     """Samples ``settings.num_samples`` completions per held-out problem with the policy being trained and logs
     ``eval/pass@k`` (k = 1, 2, 4, ..., n), ``eval/maj@n``, ``eval/vote_share`` and ``eval/distinct_correct_clusters``
-    through the trainer (so to wandb and the log history). Each process samples its share of the problems."""
+    through the trainer (so to wandb and the log history). Each process samples its share of the problems.
+    It also evaluates after the last step, and with ``on_start`` before the first (step 0, the start of every
+    curve)."""
 
     def __init__(
         self,
@@ -28,6 +35,7 @@ class PassAtKCallback(TrainerCallback):
         eval_steps: int,
         correct_threshold: float = 1.0,
         batch_size: int = 64,
+        on_start: bool = False,
     ) -> None:
         if eval_steps < 1:
             raise ValueError(f"eval_steps={eval_steps}: evaluate every 1 or more steps.")
@@ -35,28 +43,45 @@ class PassAtKCallback(TrainerCallback):
             raise ValueError("PassAtKCallback needs at least one held-out problem.")
         self.trainer, self.rows, self.scorer, self.settings = trainer, list(rows), scorer, settings
         self.eval_steps, self.correct_threshold, self.batch_size = eval_steps, correct_threshold, batch_size
+        self.on_start = on_start
 
     def evaluate(self) -> dict[str, float]:
+        start = time.perf_counter()
         accelerator = self.trainer.accelerator
         mine = list(range(accelerator.process_index, len(self.rows), accelerator.num_processes))
         with unwrap_model_for_generation(self.trainer.model_wrapped, accelerator) as model:
-            sampler = TransformersSampler(model, self.trainer.processing_class, self.settings, self.batch_size)
-            texts = sampler.sample([self.rows[i]["prompt"] for i in mine], mine) if mine else []
-        scored = self.scorer.score([self.rows[i] for i in mine], texts) if mine else []
-        if self.scorer.judge is not None:
-            self.scorer.judge.pop_stats()  # keep the trainer's judge/* metrics about training groups only
-        local = [
-            problem_metrics(s["rewards"], s["answers"], s["clusters"], self.correct_threshold, seed=i)
-            for i, s in zip(mine, scored, strict=True)
-        ]
+            local = policy_metrics(
+                model,
+                self.trainer.processing_class,
+                self.rows,
+                mine,
+                self.scorer,
+                self.settings,
+                self.correct_threshold,
+                self.batch_size,
+            )
         summary = summarize(gather_object(local), num_resamples=1)
         metrics = {f"eval/pass@{k}": v for k, v in zip(summary["ks"], summary["pass_at_k"]["mean"], strict=True)}
         metrics[f"eval/maj@{summary['num_samples']}"] = summary["maj_at_k"]["mean"][-1]
         metrics["eval/vote_share"] = summary["vote_share"]["mean"]
         if summary["distinct_correct_clusters"] is not None:
             metrics["eval/distinct_correct_clusters"] = summary["distinct_correct_clusters"]["mean"]
+        logger.info(
+            "step %d: held-out pass@1 %.3f, pass@%d %.3f, distinct correct clusters %s (%d problems, %.1fs)",
+            self.trainer.state.global_step,
+            metrics["eval/pass@1"],
+            summary["num_samples"],
+            summary["pass_at_k"]["mean"][-1],
+            f"{metrics['eval/distinct_correct_clusters']:.2f}" if "eval/distinct_correct_clusters" in metrics else "-",
+            len(self.rows),
+            time.perf_counter() - start,
+        )
         return metrics
 
+    def on_train_begin(self, args, state, control, **kwargs):
+        if self.on_start and state.global_step == 0:
+            self.trainer.log(self.evaluate())
+
     def on_step_end(self, args, state, control, **kwargs):
-        if state.global_step % self.eval_steps == 0:
+        if state.global_step % self.eval_steps == 0 or state.global_step == state.max_steps:
             self.trainer.log(self.evaluate())

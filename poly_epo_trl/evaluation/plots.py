@@ -8,20 +8,43 @@ from typing import Any
 from matplotlib.figure import Figure
 
 PANELS = ("pass_at_k", "maj_at_k", "vote_share", "distinct_correct_clusters")
+BOOTSTRAP = "95% bootstrap over problems"
 
 
-def _curve(ax: Any, summaries: dict[str, dict[str, Any]], key: str, label: str) -> None:
+def draw_training(
+    ax: Any, runs: dict[str, list[list[tuple[int, float]]]], ylabel: str, colors: dict[str, str] | None = None
+) -> None:
+    """A metric over training steps: each name's runs (one per seed, the (step, value) points of its log
+    history) as thin lines and their mean as a thick one."""
+    for i, (name, curves) in enumerate(runs.items()):
+        color = (colors or {}).get(name, f"C{i}")
+        for curve in curves:
+            ax.plot(*zip(*curve, strict=True), color=color, alpha=0.35, linewidth=1)
+        points = [dict(curve) for curve in curves]
+        steps = sorted(set.intersection(*(set(p) for p in points)))
+        mean = [sum(p[step] for p in points) / len(points) for step in steps]
+        ax.plot(steps, mean, color=color, linewidth=2.2, label=f"{name} ({len(curves)} seeds)")
+    ax.set_xlabel("training step")
+    ax.set_ylabel(ylabel)
+    ax.set_title(f"{ylabel} on held-out problems", fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+
+
+def _curve(
+    ax: Any, summaries: dict[str, dict[str, Any]], key: str, label: str, band: str, colors: dict[str, str]
+) -> None:
     for name, s in summaries.items():
         if s.get(key) is None:
             continue
-        line = ax.plot(s["ks"], s[key]["mean"], marker="o", label=name)[0]
+        line = ax.plot(s["ks"], s[key]["mean"], marker="o", label=name, color=colors.get(name))[0]
         ax.fill_between(s["ks"], s[key]["low"], s[key]["high"], color=line.get_color(), alpha=0.2)
     ax.set_xscale("log", base=2)
     ks = max((s["ks"] for s in summaries.values()), key=len)
     ax.set_xticks(ks, [str(k) for k in ks])
     ax.set_xlabel("k (samples per problem)")
     ax.set_ylabel(label)
-    ax.set_title(f"{label} (band: 95% bootstrap over problems)", fontsize=9)
+    ax.set_title(f"{label} (band: {band})", fontsize=9)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
 
@@ -43,7 +66,7 @@ def _calibration(ax: Any, summaries: dict[str, dict[str, Any]]) -> None:
     ax.legend(fontsize=8)
 
 
-def _distinct(ax: Any, summaries: dict[str, dict[str, Any]]) -> None:
+def _distinct(ax: Any, summaries: dict[str, dict[str, Any]], band: str) -> None:
     names = [n for n, s in summaries.items() if s.get("distinct_correct_clusters") is not None]
     stats = [summaries[n]["distinct_correct_clusters"] for n in names]
     means = [s["mean"] for s in stats]
@@ -54,29 +77,37 @@ def _distinct(ax: Any, summaries: dict[str, dict[str, Any]]) -> None:
     ax.bar(range(len(names)), means, yerr=errors, capsize=4, color=[f"C{i}" for i in range(len(names))])
     ax.set_xticks(range(len(names)), names, rotation=15, fontsize=8)
     ax.set_ylabel("distinct clusters among correct samples")
-    ax.set_title("strategies per problem (mean, 95% bootstrap)", fontsize=9)
+    ax.set_title(f"strategies per problem (mean, {band})", fontsize=9)
     ax.grid(alpha=0.3, axis="y")
 
 
-def draw(ax: Any, panel: str, summaries: dict[str, dict[str, Any]]) -> None:
-    """One panel of ``PANELS`` for every checkpoint's summary."""
+def draw(
+    ax: Any,
+    panel: str,
+    summaries: dict[str, dict[str, Any]],
+    band: str = BOOTSTRAP,
+    colors: dict[str, str] | None = None,
+) -> None:
+    """One panel of ``PANELS`` for every checkpoint's summary; ``band`` says what the intervals are."""
     if panel == "pass_at_k":
-        _curve(ax, summaries, "pass_at_k", "pass@k")
+        _curve(ax, summaries, "pass_at_k", "pass@k", band, colors or {})
     elif panel == "maj_at_k":
-        _curve(ax, summaries, "maj_at_k", "maj@k")
+        _curve(ax, summaries, "maj_at_k", "maj@k", band, colors or {})
     elif panel == "vote_share":
         _calibration(ax, summaries)
     elif panel == "distinct_correct_clusters":
-        _distinct(ax, summaries)
+        _distinct(ax, summaries, band)
     else:
         raise ValueError(f"Unknown panel {panel!r}: use one of {PANELS}.")
 
 
-def report_figure(summaries: dict[str, dict[str, Any]], panels: tuple[str, ...] = PANELS) -> Figure:
+def report_figure(
+    summaries: dict[str, dict[str, Any]], panels: tuple[str, ...] = PANELS, band: str = BOOTSTRAP
+) -> Figure:
     """The panels side by side (no pyplot: safe in scripts, shown inline in notebooks)."""
     fig = Figure(figsize=(4.6 * len(panels), 4.2))
     for i, panel in enumerate(panels):
-        draw(fig.add_subplot(1, len(panels), i + 1), panel, summaries)
+        draw(fig.add_subplot(1, len(panels), i + 1), panel, summaries, band)
     fig.tight_layout()
     return fig
 
@@ -91,3 +122,18 @@ def plot_report(summaries: dict[str, dict[str, Any]], out_dir: Path) -> list[Pat
     for panel, path in zip(panels, paths[1:], strict=True):
         report_figure(summaries, (panel,)).savefig(path, dpi=120)
     return paths
+
+
+def training_figure(
+    curves: dict[str, list[list[tuple[int, float]]]],
+    ylabel: str,
+    summaries: dict[str, dict[str, Any]],
+    band: str,
+    colors: dict[str, str] | None = None,
+) -> Figure:
+    """A metric over training (``draw_training``) next to the final pass@k against k."""
+    fig = Figure(figsize=(11, 4.2))
+    draw_training(fig.add_subplot(1, 2, 1), curves, ylabel, colors)
+    draw(fig.add_subplot(1, 2, 2), "pass_at_k", summaries, band, colors)
+    fig.tight_layout()
+    return fig

@@ -104,3 +104,54 @@ def vote_share_calibration(problems: Sequence[dict[str, Any]], bins: int = 10) -
                 }
             )
     return out
+
+
+def across_seeds(summaries: Sequence[dict[str, Any]], confidence: float = 0.95) -> dict[str, Any]:
+    """Several runs' ``summarize`` outputs (one per training seed, same problems and n) in the same shape: each
+    curve and scalar is the mean over seeds with a Student-t interval of that mean (the run-to-run spread, not the
+    sampling noise within a run); one seed gives a zero-width interval."""
+    from scipy.stats import t
+
+    if not summaries:
+        raise ValueError("No runs to combine.")
+    if len({tuple(s["ks"]) for s in summaries}) != 1:
+        raise ValueError("The runs were evaluated with different sample counts; combine runs of one setting.")
+    out: dict[str, Any] = {key: summaries[0][key] for key in ("num_problems", "num_samples", "ks")}
+    out["num_seeds"] = len(summaries)
+    for key in (*CURVES, *SCALARS):
+        if any(s[key] is None for s in summaries):
+            out[key] = None
+            continue
+        values = np.array([np.atleast_1d(s[key]["mean"]) for s in summaries], dtype=float)  # [seeds, ks]
+        mean = values.mean(axis=0)
+        half = np.zeros_like(mean)
+        if len(summaries) > 1:
+            half = t.ppf((1 + confidence) / 2, len(summaries) - 1) * values.std(axis=0, ddof=1) / np.sqrt(len(values))
+        entry = {"mean": mean.tolist(), "low": (mean - half).tolist(), "high": (mean + half).tolist()}
+        out[key] = {name: v[0] for name, v in entry.items()} if key in SCALARS else entry
+    return out
+
+
+def format_table(summaries: dict[str, dict[str, Any]], first: str = "checkpoint") -> str:
+    """A console table, one row per summary: pass@1, pass@n, maj@n, vote share and distinct correct clusters, each
+    as mean [interval]."""
+
+    def cell(stat: dict[str, Any] | None, digits: int, at: int | None = None) -> str:
+        if stat is None:
+            return "-"
+        mean, low, high = (stat[b] if at is None else stat[b][at] for b in ("mean", "low", "high"))
+        return f"{mean:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
+
+    n = max(s["num_samples"] for s in summaries.values())
+    columns = ("pass@1", f"pass@{n}", f"maj@{n}", "vote share", "distinct correct")
+    lines = [f"{first:<18}" + "".join(f"{c:>22}" for c in columns)]
+    for label, s in summaries.items():
+        cells = (
+            cell(s["pass_at_k"], 3, 0),
+            cell(s["pass_at_k"], 3, -1),
+            cell(s["maj_at_k"], 3, -1),
+            cell(s["vote_share"], 3),
+            cell(s["distinct_correct_clusters"], 2),
+        )
+        lines.append(f"{label:<18}" + "".join(f"{c:>22}" for c in cells))
+    return "\n".join(lines)

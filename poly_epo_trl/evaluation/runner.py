@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .report import problem_metrics
-from .sampling import Sampler
+from .sampling import Sampler, SamplingSettings, TransformersSampler
 from .scoring import Scorer
 from .store import SampleStore
 
@@ -70,4 +70,31 @@ def evaluate_checkpoint(
             seed=i,
         )
         for i in range(len(rows))
+    ]
+
+
+def policy_metrics(
+    model: Any,
+    tokenizer: Any,
+    rows: Sequence[dict[str, Any]],
+    indices: Sequence[int],
+    scorer: Scorer,
+    settings: SamplingSettings,
+    correct_threshold: float = 1.0,
+    batch_size: int = 64,
+) -> list[dict[str, Any]]:
+    """Per-problem metrics of a model in memory (a policy being trained, a warm start) on ``rows[i]`` for i in
+    ``indices``: samples drawn as every evaluation draws them (problem i's depend on (seed, i) only), scored, and
+    the judge's stats dropped so a trainer's judge/* metrics stay about its training groups."""
+    if not indices:
+        return []
+    texts = TransformersSampler(model, tokenizer, settings, batch_size).sample(
+        [rows[i]["prompt"] for i in indices], indices
+    )
+    scored = scorer.score([rows[i] for i in indices], texts)
+    if scorer.judge is not None:
+        scorer.judge.pop_stats()
+    return [
+        problem_metrics(s["rewards"], s["answers"], s["clusters"], correct_threshold, seed=i)
+        for i, s in zip(indices, scored, strict=True)
     ]

@@ -3,6 +3,8 @@ name; recipes name one as ``dataset_name: builtin:<task>``."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from datasets import Dataset
 
 from ..checks import RecipeError
@@ -22,4 +24,13 @@ def load_rows(args: DatasetArguments, split: str) -> Dataset:
     return TASKS.get(name).rows(split)
 
 
-__all__ = ["TASKS", "Task", "load_rows", "sum_pair"]
+def task_defaults(dataset_name: str) -> dict[str, Any]:
+    """The recipe keys a built-in task sets (``Task.recipe``); none for other datasets or an unknown task (which
+    ``load_rows`` reports)."""
+    name = dataset_name.removeprefix(BUILTIN_PREFIX)
+    if not dataset_name.startswith(BUILTIN_PREFIX) or name not in TASKS:
+        return {}
+    return TASKS.get(name).recipe()
+
+
+__all__ = ["TASKS", "Task", "load_rows", "sum_pair", "task_defaults"]

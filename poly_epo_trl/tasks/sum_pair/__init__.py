@@ -89,4 +89,18 @@ def rows(split: str) -> Dataset:
     return Dataset.from_dict({"problem": [make_prompt(s) for s in totals]})
 
 
-TASK = TASKS.register("sum_pair")(Task(rows=rows, reward="sum_pair", judge="sum_pair", model="demo"))
+TASK = TASKS.register("sum_pair")(
+    Task(
+        rows=rows,
+        reward="sum_pair",
+        judge="sum_pair",
+        model="demo",
+        settings={
+            "prompt_column": "problem",
+            "answer_column": None,
+            "instruction": "",
+            "chat_format": False,
+            "max_completion_length": 6,
+        },
+    )
+)
