@@ -9,12 +9,13 @@ COMMANDS = {
     "train": ("poly_epo_trl.train", "train with a YAML recipe (--config recipes/...)"),
     "eval": ("poly_epo_trl.eval", "pass@k, majority vote and distinct strategies of checkpoints, with plots"),
     "demo": ("poly_epo_trl.demo.run", "the CPU demo: GRPO vs GRPO+DIV vs Poly-EPO on a toy task"),
+    "judge-agreement": ("poly_epo_trl.agreement", "how alike judges cluster the same groups, and what each costs"),
 }
 
 
 def usage() -> str:
     lines = ["usage: poly-epo <command> [options]   (poly-epo <command> --help for its options)", "", "commands:"]
-    lines += [f"  {name:<6} {help_text}" for name, (_, help_text) in COMMANDS.items()]
+    lines += [f"  {name:<16} {help_text}" for name, (_, help_text) in COMMANDS.items()]
     return "\n".join(lines)
 
 

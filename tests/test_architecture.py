@@ -23,6 +23,7 @@ FLOORS = {
     "train": 5,
     "eval": 5,
     "demo": 6,
+    "agreement": 6,
     "cli": 6,
 }
 

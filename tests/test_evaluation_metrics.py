@@ -1,7 +1,7 @@
 from itertools import combinations
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from poly_epo_trl.evaluation.metrics import answer_diversity, majority_vote, pass_at_k, powers_of_two_up_to
@@ -56,3 +56,17 @@ def test_across_seeds_is_a_student_t_interval_of_the_seed_means():
     with pytest.raises(ValueError, match="different sample counts"):
         across_seeds([runs[0], summarize([*problems(1)[:0], {**problems(1)[0], "num_samples": 2}], 10)])
 
+
+@settings(deadline=None)  # the first call imports scikit-learn
+@given(st.data())
+def test_adjusted_rand_index_equals_scikit_learn(data):
+    from sklearn.metrics import adjusted_rand_score
+
+    from poly_epo_trl.evaluation.metrics import adjusted_rand_index
+
+    n = data.draw(st.integers(1, 12))
+    a = data.draw(st.lists(st.integers(0, 4), min_size=n, max_size=n))
+    b = data.draw(st.lists(st.sampled_from([0, 1, 2, 100]), min_size=n, max_size=n))
+    assert adjusted_rand_index(a, b) == pytest.approx(adjusted_rand_score(a, b), abs=1e-12)
+    assert adjusted_rand_index(a, a) == 1.0
+    assert adjusted_rand_index([1, 1, 2, 2], [7, 7, 3, 3]) == 1.0  # the ids' names do not matter

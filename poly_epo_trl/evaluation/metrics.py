@@ -76,3 +76,22 @@ def majority_at_k(
     return sum(_winners_correct([answers[i] for i in rng.sample(range(n), k)], good) for _ in range(num_subsets)) / (
         num_subsets
     )
+
+
+def adjusted_rand_index(a: Sequence[Hashable], b: Sequence[Hashable]) -> float:
+    """Hubert and Arabie's adjusted Rand index of two labelings of the same items: 1 for the same partition, about
+    0 for unrelated ones. ARI = (sum_ij C(n_ij,2) - E) / (max - E) with E = sum_i C(a_i,2) sum_j C(b_j,2) / C(n,2)
+    and max = (sum_i C(a_i,2) + sum_j C(b_j,2)) / 2; 1 when both put everything together or everything apart
+    (as scikit-learn defines it)."""
+    if len(a) != len(b):
+        raise ValueError(f"Two labelings of the same items are needed, got {len(a)} and {len(b)} labels.")
+    pairs = Counter(zip(a, b, strict=True))
+    index = sum(math.comb(c, 2) for c in pairs.values())
+    rows = sum(math.comb(c, 2) for c in Counter(a).values())
+    cols = sum(math.comb(c, 2) for c in Counter(b).values())
+    total = math.comb(len(a), 2)
+    expected = rows * cols / total if total else 0.0
+    top = (rows + cols) / 2
+    if top == expected:
+        return 1.0
+    return (index - expected) / (top - expected)

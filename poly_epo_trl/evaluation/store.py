@@ -42,8 +42,7 @@ class SampleStore:
         if len(complete) != len(data):
             with path.open("r+b") as handle:
                 handle.truncate(len(complete))
-        records = (json.loads(line) for line in complete.decode().splitlines() if line.strip())
-        return {record["index"]: record for record in records}
+        return read_records(path)
 
     def append(self, name: str, records: Iterable[dict[str, Any]]) -> None:
         """Write records and force them to disk before returning."""
@@ -52,3 +51,11 @@ class SampleStore:
             handle.write(lines)
             handle.flush()
             os.fsync(handle.fileno())
+
+
+def read_records(path: Path) -> dict[int, dict[str, Any]]:
+    """The complete lines of a store's JSON-lines file, by ``index`` (read only: a cut last line is skipped)."""
+    data = Path(path).read_bytes()
+    complete = data[: data.rfind(b"\n") + 1].decode()
+    records = (json.loads(line) for line in complete.splitlines() if line.strip())
+    return {record["index"]: record for record in records}

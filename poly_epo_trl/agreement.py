@@ -1,0 +1,216 @@
+"""``poly-epo judge-agreement``: do two judges cluster the same groups the same way, and what does each cost?
+
+    poly-epo judge-agreement --config recipes/tiny/eval/config_demo.yaml --samples outputs/tiny/eval/warm_start \\
+        --judges sum_pair answer distinct embedding
+    poly-epo judge-agreement --config recipes/Qwen3-4B-Base/eval/config_math500.yaml --max_problems 64 \\
+        --judges answer embedding openai --judge_base_url http://127.0.0.1:8001/v1
+
+Groups are a ``poly-epo eval`` checkpoint folder's samples (``--samples``) on the recipe's rows, or are drawn from
+the recipe's first checkpoint. Every judge clusters every group; for each pair of judges the mean adjusted Rand index
+over groups and the share of completions both call degenerate or both not, each with a bootstrap interval over
+groups; for each judge its seconds and tokens per group. Writes agreement.json and agreement.png to output_dir.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from .checks import RecipeError, parse_recipe
+from .constants import DEGENERATE_CLUSTER_ID
+from .data import format_dataset
+from .eval import EvalArguments, make_sampler
+from .evaluation.metrics import adjusted_rand_index
+from .evaluation.report import bootstrap_mean
+from .evaluation.store import SampleStore, read_records
+from .judges import resolve_judge
+from .models import resolve_model
+from .tasks import load_rows
+from .text import prompt_text
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class AgreementArguments(EvalArguments):
+    """The eval recipe's rows and sampling, plus the judges to compare."""
+
+    judges: list[str] = field(
+        default_factory=lambda: ["answer", "embedding"],
+        metadata={
+            "help": "Two or more judge specs to compare (any spec `judge` takes: answer, embedding, openai, ...)."
+        },
+    )
+    samples: str | None = field(
+        default=None,
+        metadata={
+            "help": "A checkpoint folder `poly-epo eval` wrote (output_dir/<label>, with samples.jsonl) on this "
+            "recipe's rows; unset: sample the first model_name_or_path now (into output_dir/<label>)."
+        },
+    )
+    output_dir: str = field(default="outputs/judge_agreement", metadata={"help": "agreement.json, agreement.png."})
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if len(self.judges) < 2 or len(set(self.judges)) != len(self.judges):
+            raise RecipeError(f"judges={self.judges}: name two or more different judge specs to compare.")
+
+
+def load_groups(args: AgreementArguments) -> list[tuple[str, list[str]]]:
+    """(prompt, completions) per problem: from ``args.samples`` or sampled now; the first ``judge_samples`` of each."""
+    rows = list(format_dataset(load_rows(args, args.dataset_split), args, args.max_problems))
+    if not rows:
+        raise RecipeError("The dataset is empty after formatting.")
+    if args.samples:
+        folder = Path(args.samples)
+        saved = json.loads((folder / "settings.json").read_text()) if (folder / "settings.json").exists() else {}
+        different = [k for k in ("dataset_name", "dataset_split", "prompt_column") if saved.get(k) != getattr(args, k)]
+        if different or not (folder / "samples.jsonl").exists():
+            why = f"drawn with other {different}" if different else "no samples.jsonl there"
+            raise RecipeError(f"samples={args.samples!r}: {why}; give the recipe `poly-epo eval` used, or its folder.")
+        texts = {i: r["completions"] for i, r in read_records(folder / "samples.jsonl").items() if i < len(rows)}
+    else:
+        label, spec = args.checkpoints()[0]
+        store = SampleStore(Path(args.output_dir) / label, args.store_settings(resolve_model(spec)), args.overwrite)
+        texts = {i: r["completions"] for i, r in store.read("samples").items()}
+        missing = [i for i in range(len(rows)) if i not in texts]
+        if missing:
+            sampler = make_sampler(args, label, resolve_model(spec))
+            for at in range(0, len(missing), args.chunk_size):
+                chunk = missing[at : at + args.chunk_size]
+                drawn = sampler.sample([rows[i]["prompt"] for i in chunk], chunk)
+                store.append("samples", [{"index": i, "completions": t} for i, t in zip(chunk, drawn, strict=True)])
+                texts.update(zip(chunk, drawn, strict=True))
+    order = sorted(texts)
+    return [(prompt_text(rows[i]["prompt"]), texts[i][: args.judge_samples]) for i in order]
+
+
+def judge_all(args: AgreementArguments, groups: list[tuple[str, list[str]]]) -> dict[str, dict[str, Any]]:
+    """Each judge's labels per group (None where it failed: no fallback here) and its cost."""
+    server = {"base_url": args.judge_base_url, "model": args.judge_model}
+    out = {}
+    for spec in args.judges:
+        try:
+            judge = resolve_judge(spec, max_concurrency=args.judge_max_concurrency, server=server, fallback="skip")
+        except (ValueError, ImportError) as error:
+            raise RecipeError(f"judges: {spec!r}: {error}") from None
+        start = time.perf_counter()
+        labels = judge.cluster_groups(groups)
+        seconds = time.perf_counter() - start
+        stats = judge.pop_stats()
+        tokens = stats.get("prompt_tokens", 0) + stats.get("completion_tokens", 0)
+        judged = [x for x in labels if x is not None]
+        flat = [c for x in judged for c in x]
+        out[spec] = {
+            "labels": labels,
+            "failed_groups": len(labels) - len(judged),
+            "seconds_per_group": seconds / len(groups),
+            "tokens_per_group": tokens / len(groups),
+            "clusters_per_group": float(np.mean([len(set(x) - {DEGENERATE_CLUSTER_ID}) for x in judged or [[]]])),
+            "degenerate_frac": flat.count(DEGENERATE_CLUSTER_ID) / len(flat) if flat else 0.0,
+        }
+        logger.info("%s: %d groups in %.1fs, %d failed", spec, len(groups), seconds, out[spec]["failed_groups"])
+    return out
+
+
+def pairwise(judged: dict[str, dict[str, Any]], bootstrap: int, confidence: float, seed: int) -> list[dict]:
+    """ARI and degenerate agreement of each pair of judges over the groups both judged, with bootstrap intervals."""
+    out = []
+    for a, b in itertools.combinations(judged, 2):
+        both = [(x, y) for x, y in zip(judged[a]["labels"], judged[b]["labels"], strict=True) if x and y]
+        entry: dict[str, Any] = {"judges": [a, b], "groups": len(both)}
+        if both:
+            ari = np.array([adjusted_rand_index(x, y) for x, y in both])
+            same = np.array(
+                [
+                    np.mean(
+                        [
+                            (p == DEGENERATE_CLUSTER_ID) == (q == DEGENERATE_CLUSTER_ID)
+                            for p, q in zip(x, y, strict=True)
+                        ]
+                    )
+                    for x, y in both
+                ]
+            )
+            for name, values in (("ari", ari), ("degenerate_agreement", same)):
+                mean, low, high = bootstrap_mean(values, bootstrap, confidence, seed)
+                entry[name] = {"mean": float(mean), "low": float(low), "high": float(high)}
+        out.append(entry)
+    return out
+
+
+def figure(names: list[str], pairs: list[dict], path: Path) -> None:
+    """The ARI matrix as a heatmap (1 on the diagonal)."""
+    matrix = np.eye(len(names))
+    for p in pairs:
+        i, j = (names.index(n) for n in p["judges"])
+        matrix[i, j] = matrix[j, i] = p["ari"]["mean"] if "ari" in p else np.nan
+    fig = Figure(figsize=(1.2 * len(names) + 2.5, 1.0 * len(names) + 1.8))
+    ax = fig.add_subplot(1, 1, 1)
+    image = ax.imshow(matrix, vmin=-0.2, vmax=1, cmap="viridis")
+    ax.set_xticks(range(len(names)), names, rotation=30, ha="right", fontsize=8)
+    ax.set_yticks(range(len(names)), names, fontsize=8)
+    for (i, j), value in np.ndenumerate(matrix):
+        ax.text(j, i, f"{value:.2f}", ha="center", va="center", color="w" if value < 0.6 else "k", fontsize=8)
+    ax.set_title("adjusted Rand index between judges (mean over groups)", fontsize=9)
+    fig.colorbar(image, ax=ax)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def run(args: AgreementArguments) -> dict[str, Any]:
+    groups = load_groups(args)
+    judged = judge_all(args, groups)
+    pairs = pairwise(judged, args.bootstrap, args.confidence, args.seed)
+    out = Path(args.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    report = {"settings": asdict(args), "groups": len(groups), "judges": judged, "pairs": pairs}
+    (out / "agreement.json").write_text(json.dumps(report, indent=1))
+    figure(list(judged), pairs, out / "agreement.png")
+    return report
+
+
+def format_report(report: dict[str, Any]) -> str:
+    level = f"{report['settings']['confidence']:.0%}"
+    lines = [f"{report['groups']} groups; intervals: {level} bootstrap over groups", ""]
+    lines.append(f"{'judge':<28}{'s/group':>10}{'tokens/group':>14}{'clusters':>10}{'degenerate':>12}{'failed':>8}")
+    for name, j in report["judges"].items():
+        lines.append(
+            f"{name:<28}{j['seconds_per_group']:>10.3f}{j['tokens_per_group']:>14.0f}{j['clusters_per_group']:>10.2f}"
+            f"{j['degenerate_frac']:>12.3f}{j['failed_groups']:>8}"
+        )
+    lines += ["", f"{'pair':<44}{'ARI':>24}{'degenerate agreement':>26}"]
+    for p in report["pairs"]:
+        cells = [
+            f"{p[k]['mean']:.3f} [{p[k]['low']:.3f}, {p[k]['high']:.3f}]" if k in p else "-"
+            for k in ("ari", "degenerate_agreement")
+        ]
+        lines.append(f"{' vs '.join(p['judges']):<44}{cells[0]:>24}{cells[1]:>26}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("httpx2").setLevel(logging.WARNING)
+    try:
+        (args,) = parse_recipe((AgreementArguments,), argv)
+        report = run(args)
+    except RecipeError as error:
+        print(f"error: {error}", file=sys.stderr)
+        raise SystemExit(2) from None
+    print(format_report(report))
+    print(f"wrote {Path(args.output_dir) / 'agreement.json'} and agreement.png")
+    return report
+
+
+if __name__ == "__main__":
+    main()
