@@ -303,7 +303,8 @@ def drop_long_prompts(dataset: Dataset, tokenizer: Any, max_tokens: int) -> tupl
     def length(row: dict[str, Any]) -> int:
         prompt = row["prompt"]
         if isinstance(prompt, list):
-            return len(tokenizer.apply_chat_template(prompt, tokenize=True, add_generation_prompt=True))
+            text = tokenizer.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True)
+            return len(tokenizer(text, add_special_tokens=False)["input_ids"])
         return len(tokenizer(prompt)["input_ids"])
 
     kept = dataset.filter(lambda row: length(row) <= max_tokens)

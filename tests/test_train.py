@@ -125,7 +125,9 @@ def test_overlong_prompts_are_dropped_in_the_policy_tokens(tmp_path, caplog, cap
 
     tokenizer = AutoTokenizer.from_pretrained(resolve_model("builtin:smollm2"))
     chat = [[{"role": "user", "content": "word " * n}] for n in (1, 10, 100)]
-    lengths = [len(tokenizer.apply_chat_template(c, tokenize=True, add_generation_prompt=True)) for c in chat]
+    texts = [tokenizer.apply_chat_template(c, tokenize=False, add_generation_prompt=True) for c in chat]
+    lengths = [len(tokenizer(t, add_special_tokens=False)["input_ids"]) for t in texts]
+    assert lengths[0] < lengths[1] < lengths[2]
     kept, dropped = drop_long_prompts(Dataset.from_dict({"prompt": chat}), tokenizer, lengths[1])
     assert dropped == 1 and [len(p[0]["content"].split()) for p in kept["prompt"]] == [1, 10]
     kept, dropped = drop_long_prompts(Dataset.from_dict({"prompt": ["a b", "a " * 50]}), tokenizer, 10)
@@ -249,7 +251,7 @@ def test_leetcode_recipe_rewards_real_rows_as_trl_calls_them(tmp_path, judge_url
 
     argv = ["--config", "recipes/Qwen3-4B-Base/poly_epo/config_leetcode.yaml", "--dry_run", "true"]
     argv += ["--dataset_name", str(LEETCODE_DATA), "--max_train_samples", "4", "--bf16", "false", "--use_cpu", "true"]
-    argv += ["--judge", "distinct", "--output_dir", str(tmp_path)]
+    argv += ["--judge", "distinct", "--output_dir", str(tmp_path), "--model_name_or_path", "builtin:smollm2"]
     parts = main(argv)
     rows = list(parts["train_dataset"])
     with gzip.open(LEETCODE_DATA, "rt") as handle:
