@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 
 from poly_epo_trl.demo.run import LABELS, main
+from poly_epo_trl.evaluation.report import format_interval
 
 
 def run(argv: list[str]) -> None:
@@ -19,18 +20,14 @@ def run(argv: list[str]) -> None:
     grpo, poly = summary[LABELS["grpo"]], summary[LABELS["poly_epo"]]
     ratio, gap = report["distinct_ratio_poly_epo_vs_grpo"], report["pass_at_1_gap_points"]
 
-    def interval(entry: dict, digits: int) -> str:
-        return f"{entry['mean']:.{digits}f} [{entry['low']:.{digits}f}, {entry['high']:.{digits}f}]"
-
     print()
     print(
-        f"distinct correct per prompt: Poly-EPO {interval(poly['distinct_correct_clusters'], 2)} vs GRPO "
-        f"{interval(grpo['distinct_correct_clusters'], 2)}: ratio of means {ratio:.2f}x (target >= 1.4x)"
+        f"distinct correct per prompt: Poly-EPO {format_interval(poly['distinct_correct_clusters'], 2)} vs GRPO "
+        f"{format_interval(grpo['distinct_correct_clusters'], 2)}: ratio of means {ratio:.2f}x (target >= 1.4x)"
     )
-    first = {key: {b: v[0] for b, v in entry["pass_at_k"].items()} for key, entry in (("p", poly), ("g", grpo))}
     print(
-        f"pass@1: Poly-EPO {interval(first['p'], 3)} vs GRPO {interval(first['g'], 3)}: {gap:+.1f} points "
-        "(target within 3)"
+        f"pass@1: Poly-EPO {format_interval(poly['pass_at_k'], 3, 0)} vs GRPO "
+        f"{format_interval(grpo['pass_at_k'], 3, 0)}: {gap:+.1f} points (target within 3)"
     )
     print(f"target met: {ratio >= 1.4 and abs(gap) <= 3}")
 

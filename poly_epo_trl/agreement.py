@@ -30,7 +30,8 @@ from .constants import DEGENERATE_CLUSTER_ID
 from .data import format_dataset
 from .eval import EvalArguments, make_sampler
 from .evaluation.metrics import adjusted_rand_index
-from .evaluation.report import bootstrap_mean
+from .evaluation.report import bootstrap_mean, format_interval
+from .evaluation.runner import sample_missing
 from .evaluation.store import SampleStore, read_records
 from .judges import resolve_judge
 from .models import resolve_model
@@ -77,20 +78,15 @@ def load_groups(args: AgreementArguments) -> list[tuple[str, list[str]]]:
         if different or not (folder / "samples.jsonl").exists():
             why = f"drawn with other {different}" if different else "no samples.jsonl there"
             raise RecipeError(f"samples={args.samples!r}: {why}; give the recipe `poly-epo eval` used, or its folder.")
-        texts = {i: r["completions"] for i, r in read_records(folder / "samples.jsonl").items() if i < len(rows)}
+        texts = {i: r["completions"] for i, r in read_records(folder / "samples.jsonl").items()}
     else:
         label, spec = args.checkpoints()[0]
-        store = SampleStore(Path(args.output_dir) / label, args.store_settings(resolve_model(spec)), args.overwrite)
-        texts = {i: r["completions"] for i, r in store.read("samples").items()}
-        missing = [i for i in range(len(rows)) if i not in texts]
-        if missing:
-            sampler = make_sampler(args, label, resolve_model(spec))
-            for at in range(0, len(missing), args.chunk_size):
-                chunk = missing[at : at + args.chunk_size]
-                drawn = sampler.sample([rows[i]["prompt"] for i in chunk], chunk)
-                store.append("samples", [{"index": i, "completions": t} for i, t in zip(chunk, drawn, strict=True)])
-                texts.update(zip(chunk, drawn, strict=True))
-    order = sorted(texts)
+        path = resolve_model(spec)
+        store = SampleStore(Path(args.output_dir) / label, args.store_settings(path), args.overwrite)
+        samples = store.read("samples")
+        sample_missing(rows, store, samples, lambda: make_sampler(args, label, path), args.chunk_size, label)
+        texts = {i: r["completions"] for i, r in samples.items()}
+    order = [i for i in sorted(texts) if i < len(rows)]  # a store may hold more problems than max_problems asks
     return [(prompt_text(rows[i]["prompt"]), texts[i][: args.judge_samples]) for i in order]
 
 
@@ -122,6 +118,13 @@ def judge_all(args: AgreementArguments, groups: list[tuple[str, list[str]]]) -> 
     return out
 
 
+def degenerate_agreement(a: list[int], b: list[int]) -> float:
+    """The share of completions that both labelings call degenerate, or both do not."""
+    return float(
+        np.mean([(x == DEGENERATE_CLUSTER_ID) == (y == DEGENERATE_CLUSTER_ID) for x, y in zip(a, b, strict=True)])
+    )
+
+
 def pairwise(judged: dict[str, dict[str, Any]], bootstrap: int, confidence: float, seed: int) -> list[dict]:
     """ARI and degenerate agreement of each pair of judges over the groups both judged, with bootstrap intervals."""
     out = []
@@ -130,17 +133,7 @@ def pairwise(judged: dict[str, dict[str, Any]], bootstrap: int, confidence: floa
         entry: dict[str, Any] = {"judges": [a, b], "groups": len(both)}
         if both:
             ari = np.array([adjusted_rand_index(x, y) for x, y in both])
-            same = np.array(
-                [
-                    np.mean(
-                        [
-                            (p == DEGENERATE_CLUSTER_ID) == (q == DEGENERATE_CLUSTER_ID)
-                            for p, q in zip(x, y, strict=True)
-                        ]
-                    )
-                    for x, y in both
-                ]
-            )
+            same = np.array([degenerate_agreement(x, y) for x, y in both])
             for name, values in (("ari", ari), ("degenerate_agreement", same)):
                 mean, low, high = bootstrap_mean(values, bootstrap, confidence, seed)
                 entry[name] = {"mean": float(mean), "low": float(low), "high": float(high)}
@@ -190,10 +183,7 @@ def format_report(report: dict[str, Any]) -> str:
         )
     lines += ["", f"{'pair':<44}{'ARI':>24}{'degenerate agreement':>26}"]
     for p in report["pairs"]:
-        cells = [
-            f"{p[k]['mean']:.3f} [{p[k]['low']:.3f}, {p[k]['high']:.3f}]" if k in p else "-"
-            for k in ("ari", "degenerate_agreement")
-        ]
+        cells = [format_interval(p.get(k), 3) for k in ("ari", "degenerate_agreement")]
         lines.append(f"{' vs '.join(p['judges']):<44}{cells[0]:>24}{cells[1]:>26}")
     return "\n".join(lines)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import sys
 import types
 import typing
 from typing import Any, Literal, Union
@@ -48,8 +49,6 @@ def parse_recipe(
 def recipe_value(argv: list[str] | None, key: str) -> Any:
     """The value ``key`` gets from the command line (``--key v``, ``--key=v``) or else the ``--config`` YAML; None when
     neither sets it or the recipe cannot be read (``parse_recipe`` reports that)."""
-    import sys
-
     import yaml
 
     args = list(sys.argv[1:] if argv is None else argv)

@@ -294,12 +294,11 @@ def run(
     training_args: PolyEPOConfig,
     model_args: ModelConfig,
     parts: dict[str, Any],
-    callbacks: list[Any] | None = None,
     print_logs: bool = True,
 ) -> Any:
     """Train from ``build``'s parts: record the training problems, make the trainer the recipe names (plus the
-    held-out evaluation and ``callbacks``), resume from the last checkpoint, train, save. Returns the trainer.
-    ``print_logs=False`` leaves progress to ``callbacks`` (no log dicts, no progress bar)."""
+    held-out evaluation), resume from the last checkpoint, train, save. Returns the trainer. ``print_logs=False``
+    drops the log dicts and the progress bar (the held-out evaluation still logs a line each time)."""
     if int(os.environ.get("RANK", "0")) == 0:
         save_training_problems(
             training_args.output_dir,
@@ -318,7 +317,6 @@ def run(
         train_dataset=parts["train_dataset"],
         peft_config=get_peft_config(model_args),
         quantization_config=get_quantization_config(model_args),
-        callbacks=callbacks,
         **kwargs,
     )
     if parts["eval_rows"]:

@@ -132,16 +132,18 @@ def across_seeds(summaries: Sequence[dict[str, Any]], confidence: float = 0.95) 
     return out
 
 
+def format_interval(stat: dict[str, Any] | None, digits: int, at: int | None = None) -> str:
+    """``mean [low, high]`` of a scalar's stat, or of a curve's point ``at``; "-" for a missing stat."""
+    if stat is None:
+        return "-"
+    mean, low, high = (stat[b] if at is None else stat[b][at] for b in ("mean", "low", "high"))
+    return f"{mean:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
+
+
 def format_table(summaries: dict[str, dict[str, Any]], first: str = "checkpoint") -> str:
     """A console table, one row per summary: pass@1, pass@n, maj@n, vote share and distinct correct clusters, each
     as mean [interval]."""
-
-    def cell(stat: dict[str, Any] | None, digits: int, at: int | None = None) -> str:
-        if stat is None:
-            return "-"
-        mean, low, high = (stat[b] if at is None else stat[b][at] for b in ("mean", "low", "high"))
-        return f"{mean:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
-
+    cell = format_interval
     n = max(s["num_samples"] for s in summaries.values())
     columns = ("pass@1", f"pass@{n}", f"maj@{n}", "vote share", "distinct correct")
     lines = [f"{first:<18}" + "".join(f"{c:>22}" for c in columns)]

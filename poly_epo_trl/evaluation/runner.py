@@ -43,23 +43,7 @@ def evaluate_checkpoint(
     unscored = [i for i in range(len(rows)) if i in samples and i not in scores]
     for at in range(0, len(unscored), chunk_size):
         score(unscored[at : at + chunk_size])
-    to_sample = [i for i in range(len(rows)) if i not in samples]
-    if to_sample:
-        sampler = make_sampler()
-        start = time.perf_counter()
-        for at in range(0, len(to_sample), chunk_size):
-            chunk = to_sample[at : at + chunk_size]
-            texts = sampler.sample([rows[i]["prompt"] for i in chunk], chunk)
-            records = [{"index": i, "completions": t} for i, t in zip(chunk, texts, strict=True)]
-            store.append("samples", records)
-            samples.update((r["index"], r) for r in records)
-            score(chunk)
-            finished = at + len(chunk)
-            rate = (time.perf_counter() - start) / finished
-            left = rate * (len(to_sample) - finished)
-            logger.info(
-                "%s: %d/%d problems done (%.2f s/problem, %.0f s left)", label, len(scores), len(rows), rate, left
-            )
+    sample_missing(rows, store, samples, make_sampler, chunk_size, label, after_chunk=score)
     return [
         problem_metrics(
             scores[i]["rewards"],
@@ -71,6 +55,39 @@ def evaluate_checkpoint(
         )
         for i in range(len(rows))
     ]
+
+
+def sample_missing(
+    rows: Sequence[dict[str, Any]],
+    store: SampleStore,
+    samples: dict[int, dict[str, Any]],
+    make_sampler: Callable[[], Sampler],
+    chunk_size: int = 8,
+    label: str = "",
+    after_chunk: Callable[[list[int]], None] | None = None,
+) -> None:
+    """Draw the problems of ``rows`` that ``samples`` (the store's records by index) lacks, chunk by chunk: each
+    chunk is written to ``store`` and added to ``samples`` before ``after_chunk(chunk)`` runs, with a progress line.
+    The sampler (the model) is only built when something is left to sample."""
+    to_sample = [i for i in range(len(rows)) if i not in samples]
+    if not to_sample:
+        return
+    sampler = make_sampler()
+    start = time.perf_counter()
+    for at in range(0, len(to_sample), chunk_size):
+        chunk = to_sample[at : at + chunk_size]
+        texts = sampler.sample([rows[i]["prompt"] for i in chunk], chunk)
+        records = [{"index": i, "completions": t} for i, t in zip(chunk, texts, strict=True)]
+        store.append("samples", records)
+        samples.update((r["index"], r) for r in records)
+        if after_chunk is not None:
+            after_chunk(chunk)
+        finished = at + len(chunk)
+        rate = (time.perf_counter() - start) / finished
+        left = rate * (len(to_sample) - finished)
+        logger.info(
+            "%s: %d/%d problems done (%.2f s/problem, %.0f s left)", label, len(samples), len(rows), rate, left
+        )
 
 
 def policy_metrics(

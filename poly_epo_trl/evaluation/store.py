@@ -42,7 +42,7 @@ class SampleStore:
         if len(complete) != len(data):
             with path.open("r+b") as handle:
                 handle.truncate(len(complete))
-        return read_records(path)
+        return parse_records(complete)
 
     def append(self, name: str, records: Iterable[dict[str, Any]]) -> None:
         """Write records and force them to disk before returning."""
@@ -53,9 +53,13 @@ class SampleStore:
             os.fsync(handle.fileno())
 
 
-def read_records(path: Path) -> dict[int, dict[str, Any]]:
-    """The complete lines of a store's JSON-lines file, by ``index`` (read only: a cut last line is skipped)."""
-    data = Path(path).read_bytes()
+def parse_records(data: bytes) -> dict[int, dict[str, Any]]:
+    """The complete lines of a store's JSON-lines ``data``, by ``index`` (a cut last line is skipped)."""
     complete = data[: data.rfind(b"\n") + 1].decode()
     records = (json.loads(line) for line in complete.splitlines() if line.strip())
     return {record["index"]: record for record in records}
+
+
+def read_records(path: Path) -> dict[int, dict[str, Any]]:
+    """A store's JSON-lines file by ``index``, read only (``SampleStore.read`` also truncates a cut last line)."""
+    return parse_records(Path(path).read_bytes())
