@@ -2,6 +2,7 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+TASK ?= sum_pair
 RUN := OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false WANDB_MODE=disabled
 
 .PHONY: install sandbox-tools llama-server lint format test demo bench
@@ -55,7 +56,7 @@ test: install
 	$(RUN) $(PY) -m pytest -q
 
 demo: install
-	$(RUN) $(PY) -m poly_epo_trl.demo
+	$(RUN) $(PY) -m poly_epo_trl.demo --task $(TASK) --out outputs/demo/$(TASK)
 
 bench: install
 	$(RUN) $(PY) benchmarks/advantages.py

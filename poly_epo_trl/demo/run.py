@@ -2,6 +2,7 @@
 
     python -m poly_epo_trl.demo                      # defaults: the toy sum task, 1 seed, the three methods
     python -m poly_epo_trl.demo --seeds 0 1 2 3 4 --steps 300
+    python -m poly_epo_trl.demo --task prime_pair    # hard prompts: GRPO loses problems at large k
 
 Each run is a recipe given to ``poly_epo_trl.train``; evaluations, table and figure are ``evaluation``'s. Writes
 results.json and demo.png (distinct correct strategies over training, pass@k against k) to --out.

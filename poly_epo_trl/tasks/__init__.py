@@ -10,7 +10,7 @@ from datasets import Dataset
 from ..checks import RecipeError
 from ..constants import BUILTIN_PREFIX
 from ..data import DatasetArguments, load_table
-from . import sum_pair
+from . import prime_pair, sum_pair
 from .base import TASKS, Task
 
 
@@ -33,4 +33,4 @@ def task_defaults(dataset_name: str) -> dict[str, Any]:
     return TASKS.get(name).recipe()
 
 
-__all__ = ["TASKS", "Task", "load_rows", "sum_pair", "task_defaults"]
+__all__ = ["TASKS", "Task", "load_rows", "prime_pair", "sum_pair", "task_defaults"]
