@@ -213,17 +213,25 @@ def build(script_args: ScriptArguments, training_args: PolyEPOConfig, model_args
     }
 
 
+def held_out_scoring(
+    parts: dict[str, Any], training_args: PolyEPOConfig, num_samples: int, seed: int | None = None
+) -> tuple[Scorer, SamplingSettings]:
+    """How held-out problems are evaluated: the recipe's rewards, reward weights and judge, and ``num_samples``
+    samples per problem at its completion length and temperature, seeded with ``seed`` (default: the recipe's)."""
+    settings = SamplingSettings(
+        num_samples=num_samples,
+        max_new_tokens=training_args.max_completion_length,
+        temperature=training_args.temperature,
+        seed=training_args.seed if seed is None else seed,
+    )
+    return Scorer(parts["reward_funcs"], training_args.reward_weights, parts["judge"]), settings
+
+
 def pass_at_k_callback(
     trainer: Any, parts: dict[str, Any], script_args: ScriptArguments, training_args: PolyEPOConfig
 ):
     """The in-training evaluation on ``parts["eval_rows"]`` with the recipe's rewards, judge and sampling."""
-    settings = SamplingSettings(
-        num_samples=script_args.eval_num_samples,
-        max_new_tokens=training_args.max_completion_length,
-        temperature=training_args.temperature,
-        seed=training_args.seed,
-    )
-    scorer = Scorer(parts["reward_funcs"], training_args.reward_weights, parts["judge"])
+    scorer, settings = held_out_scoring(parts, training_args, script_args.eval_num_samples)
     return PassAtKCallback(
         trainer,
         parts["eval_rows"],

@@ -25,11 +25,10 @@ import transformers
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from .. import train
+from ..constants import BUILTIN_PREFIX
 from ..evaluation.plots import training_figure
 from ..evaluation.report import across_seeds, format_table, summarize
 from ..evaluation.runner import policy_metrics
-from ..evaluation.sampling import SamplingSettings
-from ..evaluation.scoring import Scorer
 from ..models import resolve_model
 from ..tasks import TASKS
 
@@ -62,7 +61,7 @@ FIXED = """--eval_at_start true --lr_scheduler_type constant --report_to none --
 
 def recipe(method: str, seed: int, s: DemoSettings, out: Path) -> list[str]:
     """The run as ``poly-epo train`` arguments; the task supplies its reward, judge, warm start and prompt format."""
-    task = f"builtin:{s.task}"
+    task = BUILTIN_PREFIX + s.task
     flags = f"""--dataset_name {task} --eval_dataset_name {task} --eval_steps {s.curve_every} --trainer {method}
     --eval_num_samples {s.curve_samples} --output_dir {out / "runs" / f"{method}-seed{seed}"} --seed {seed}
     --data_seed {seed} --per_device_train_batch_size {s.prompts_per_step * s.num_generations} --set_size {s.set_size}
@@ -74,8 +73,7 @@ def recipe(method: str, seed: int, s: DemoSettings, out: Path) -> list[str]:
 def final_summary(model: Any, tokenizer: Any, parts: dict[str, Any], samples: int, config: Any, seed: int) -> dict:
     """``evaluation``'s summary of ``samples`` per held-out problem (the sampling seed is the training seed)."""
     rows = parts["eval_rows"]
-    settings = SamplingSettings(samples, config.max_completion_length, config.temperature, seed=seed)
-    scorer = Scorer(parts["reward_funcs"], None, parts["judge"])
+    scorer, settings = train.held_out_scoring(parts, config, samples, seed)
     return summarize(policy_metrics(model, tokenizer, rows, range(len(rows)), scorer, settings), num_resamples=200)
 
 
