@@ -223,6 +223,8 @@ def test_bad_input_stops_before_training(tmp_path, capsys, monkeypatch):
     assert "carries credentials" in err and "s3cret" not in err and "Traceback" not in err
     assert "no such file" in run_cli([*CPU, "--dataset_name", "missing.jsonl"], capsys)
     assert "set eval_steps" in run_cli([*CPU, "--eval_dataset_name", "builtin:sum_pair"], capsys)
+    err = run_cli(["--dataset_name", "builtin:prime_pairs", "--dry_run", "true", "--use_cpu", "true"], capsys)
+    assert "no such built-in task" in err and "'prime_pair'" in err  # the typo, not the model it would have set
 
 
 def test_cpu_runs_warn_about_slow_defaults(caplog):

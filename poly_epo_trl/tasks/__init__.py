@@ -14,23 +14,27 @@ from . import prime_pair, sum_pair
 from .base import TASKS, Task
 
 
+def builtin_task(dataset_name: str) -> Task | None:
+    """The built-in task ``dataset_name`` names (``builtin:<task>``), None for any other dataset; RecipeError for an
+    unknown task."""
+    if not dataset_name.startswith(BUILTIN_PREFIX):
+        return None
+    name = dataset_name.removeprefix(BUILTIN_PREFIX)
+    if name not in TASKS:
+        raise RecipeError(f"dataset_name={dataset_name!r}: no such built-in task; {TASKS.hint()}")
+    return TASKS.get(name)
+
+
 def load_rows(args: DatasetArguments, split: str) -> Dataset:
     """The raw rows of ``split``: a built-in task's (``builtin:<task>``), else the table ``data.load_table`` reads."""
-    if not args.dataset_name.startswith(BUILTIN_PREFIX):
-        return load_table(args, split)
-    name = args.dataset_name.removeprefix(BUILTIN_PREFIX)
-    if name not in TASKS:
-        raise RecipeError(f"dataset_name={args.dataset_name!r}: no such built-in task; {TASKS.hint()}")
-    return TASKS.get(name).rows(split)
+    task = builtin_task(args.dataset_name)
+    return load_table(args, split) if task is None else task.rows(split)
 
 
 def task_defaults(dataset_name: str) -> dict[str, Any]:
-    """The recipe keys a built-in task sets (``Task.recipe``); none for other datasets or an unknown task (which
-    ``load_rows`` reports)."""
-    name = dataset_name.removeprefix(BUILTIN_PREFIX)
-    if not dataset_name.startswith(BUILTIN_PREFIX) or name not in TASKS:
-        return {}
-    return TASKS.get(name).recipe()
+    """The recipe keys a built-in task sets (``Task.recipe``); none for other datasets."""
+    task = builtin_task(dataset_name)
+    return {} if task is None else task.recipe()
 
 
-__all__ = ["TASKS", "Task", "load_rows", "prime_pair", "sum_pair", "task_defaults"]
+__all__ = ["TASKS", "Task", "builtin_task", "load_rows", "prime_pair", "sum_pair", "task_defaults"]
