@@ -555,7 +555,11 @@ def test_math_template_calls_repetition_degenerate():
 
 @pytest.mark.parametrize(
     ("structured", "field", "value"),
-    [("guided_json", "guided_json", "schema"), ("json_object", "response_format", {"type": "json_object"})],
+    [
+        ("guided_json", "guided_json", "schema"),
+        ("structured_outputs", "structured_outputs", "schema"),
+        ("json_object", "response_format", {"type": "json_object"}),
+    ],
 )
 def test_other_structured_output_forms(structured, field, value):
     script = Script([], reply=openai_reply)
@@ -565,9 +569,11 @@ def test_other_structured_output_forms(structured, field, value):
     assert judge.cluster_groups([(PROBLEM, COMPLETIONS)]) == [[0, 1, 0, 100]]
     body = json.loads(script.requests[0].content)
     assert "stream" not in body and "stream_options" not in body
-    assert body[field] == (body["guided_json"] if value == "schema" else value)
+    schema = body[field]["json"] if structured == "structured_outputs" else body[field]
     if value == "schema":
-        assert body["guided_json"]["required"] == ["1", "2", "3", "4"]
+        assert schema["required"] == ["1", "2", "3", "4"]
+    else:
+        assert schema == value
 
 
 @pytest.mark.parametrize(

@@ -21,7 +21,7 @@ from .prompts import JudgeTemplate, correction, keep_end, known_strategies, merg
 from .resilience import AdaptiveConcurrency, CircuitBreaker, RetryPolicy, call_with_retries
 
 logger = logging.getLogger(__name__)
-STRUCTURED_OUTPUTS = ("json_schema", "guided_json", "json_object", "none")
+STRUCTURED_OUTPUTS = ("json_schema", "structured_outputs", "guided_json", "json_object", "none")
 MAX_QUOTED_REPLY = 4000
 
 

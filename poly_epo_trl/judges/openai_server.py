@@ -210,6 +210,8 @@ class OpenAICompatibleJudge(LMJudge):
                 "type": "json_schema",
                 "json_schema": {"name": "clusters", "strict": True, "schema": schema},
             }
+        elif structured == "structured_outputs":  # vLLM's own field (0.12 and later; they ignore guided_json)
+            body["structured_outputs"] = {"json": schema}
         elif structured == "guided_json":
             body["guided_json"] = schema
         elif structured == "json_object":
