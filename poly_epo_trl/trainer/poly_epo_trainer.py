@@ -34,6 +34,7 @@ from ..evaluation.diversity import group_diversity_metrics
 from ..judges import ClusteringJudge, JudgeFailing, resolve_judge, step_metrics
 from ..text import message_text, prompt_text
 from .config import DEFAULT_JUDGE, PolyEPOConfig, load_objective
+from .vllm_engine import vllm_seams
 
 logger = logging.getLogger(__name__)
 # TRL 1.16 reads `model.is_gradient_checkpointing` every step, which transformers 5.23 deprecates: the user cannot act
@@ -83,7 +84,13 @@ POLY_EPO_PAPER = {
 class FiniteRewardsGRPOTrainer(GRPOTrainer):
     """GRPOTrainer that reads a reward of +inf or -inf as "not scored" (like a reward function's None), counts them
     in ``rewards/non_finite`` and warns, instead of letting them turn a group's advantages, then every weight, into
-    NaN. Behaves as GRPOTrainer otherwise; ``trainer: grpo`` in recipes runs it."""
+    NaN. Behaves as GRPOTrainer otherwise; ``trainer: grpo`` in recipes runs it. With colocated vLLM, the engine
+    takes PolyEPOConfig's ``vllm_dtype`` and ``vllm_enforce_eager`` (``vllm_engine.vllm_seams``)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        config = kwargs.get("args") if "args" in kwargs else (args[2] if len(args) > 2 else None)
+        with vllm_seams(self, config):
+            super().__init__(*args, **kwargs)
 
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
         rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
