@@ -91,8 +91,19 @@ class EvalArguments(DatasetArguments):
     backend: str = field(default="auto", metadata={"help": f"One of {BACKENDS}: 'auto' is vLLM when installed."})
     batch_size: int = field(default=64, metadata={"help": "transformers: sequences per generate call."})
     chunk_size: int = field(default=8, metadata={"help": "Problems per write to disk (what a kill can lose)."})
-    dtype: str = field(default="auto", metadata={"help": "Model dtype: 'auto', 'bfloat16', 'float32', ..."})
-    vllm_gpu_memory_utilization: float = field(default=0.9, metadata={"help": "vLLM: GPU memory share."})
+    dtype: str = field(
+        default="auto",
+        metadata={
+            "help": "Model dtype, both backends: 'auto' (the checkpoint's for transformers; vLLM runs a float32 "
+            "checkpoint in bfloat16), 'bfloat16', 'float32', ..."
+        },
+    )
+    vllm_gpu_memory_utilization: float = field(
+        default=0.9, metadata={"help": "vLLM: GPU memory share (on vLLM's CPU build, the share of CPU memory)."}
+    )
+    vllm_enforce_eager: bool = field(
+        default=False, metadata={"help": "vLLM: no CUDA graphs or torch.compile (starts faster, samples slower)."}
+    )
     bootstrap: int = field(default=1000, metadata={"help": "Bootstrap resamples for the confidence bands."})
     confidence: float = field(default=0.95, metadata={"help": "Confidence level of the bands."})
     maj_subsets: int = field(default=200, metadata={"help": "Random k-subsets averaged for maj@k (1 < k < n)."})
@@ -174,7 +185,13 @@ def make_sampler(args: EvalArguments, label: str, path: str):
     backend = choose_backend(args.backend)
     try:
         if backend == "vllm":
-            return VLLMSampler(path, args.sampling, gpu_memory_utilization=args.vllm_gpu_memory_utilization)
+            return VLLMSampler(
+                path,
+                args.sampling,
+                gpu_memory_utilization=args.vllm_gpu_memory_utilization,
+                dtype=args.dtype,
+                enforce_eager=args.vllm_enforce_eager,
+            )
         return TransformersSampler.from_pretrained(path, args.sampling, batch_size=args.batch_size, dtype=args.dtype)
     except (OSError, ValueError) as error:
         reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
