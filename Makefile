@@ -61,7 +61,7 @@ format: install
 	$(VENV)/bin/ruff format .
 
 test: install
-	$(RUN) $(PY) -m pytest -q
+	$(RUN) $(PY) -m pytest -q -rs
 
 $(VSTAMP): setup.cfg pyproject.toml .ci/constraints-vllm.txt
 	python3 -m venv $(VLLM_VENV)
