@@ -173,14 +173,14 @@ def policy_server(tmp_path_factory):
     server.stop()
 
 
-@pytest.mark.parametrize("trainer", ["poly_epo", "grpo_div"])
-def test_server_generation_syncs_weights_into_trl_vllm_serve(policy_server, tmp_path, trainer):
+@pytest.mark.parametrize(("trainer", "lora"), [("poly_epo", False), ("grpo_div", False), ("poly_epo", True)])
+def test_server_generation_syncs_weights_into_trl_vllm_serve(policy_server, tmp_path, trainer, lora):
     server, folder = policy_server
     # every run starts from the checkpoint the server loaded: put back what an earlier run synced into it
     reset = {"method": "reload_weights", "kwargs": {"weights_path": str(folder / "model")}}
     requests.post(f"{server.url}/collective_rpc", json=reset, timeout=60).raise_for_status()
     (tmp_path / "model").symlink_to(folder / "model")
-    result = run_helper(tmp_path, trainer, "0", "policy", str(server.port))
+    result = run_helper(tmp_path, trainer, "1" if lora else "0", "policy", str(server.port))
     steps = step_logs(result)
     assert len(steps) == 2 and all(s["grad_norm"] > 0 for s in steps)
     assert all(s["sampling/sampling_logp_difference/mean"] < 1e-5 for s in steps), steps
