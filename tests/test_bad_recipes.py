@@ -1,6 +1,7 @@
 """A battery of broken recipes and arguments against `poly-epo train --dry_run`: each stops before anything heavy
 loads, with exit code 2, one message that names the field, and no traceback."""
 
+import importlib.util
 from pathlib import Path
 
 import pytest
@@ -38,6 +39,7 @@ RECIPES = [
     ("lr_negative", replaced("learning_rate: 6.0e-4", "learning_rate: -1"), "learning_rate=-1"),
     ("lr_text", replaced("learning_rate: 6.0e-4", "learning_rate: fast"), "learning_rate"),
     ("temperature_zero", RECIPE + "temperature: 0\n", "temperature=0"),
+    ("vllm_dtype", RECIPE + "vllm_dtype: fp33\n", "vllm_dtype='fp33'"),
     ("temperature_negative", RECIPE + "temperature: -1\n", "temperature=-1"),
     ("top_p_zero", RECIPE + "top_p: 0\n", "top_p=0"),
     ("rewards_empty", replaced("reward_funcs: [sum_pair]", "reward_funcs: []"), "reward_funcs is empty"),
@@ -121,6 +123,16 @@ def test_bad_files_stop_at_the_door(files, word, tmp_path, capsys, monkeypatch):
         main(argv)
     err = capsys.readouterr().err
     assert stop.value.code == 2 and word in err and "Traceback" not in err, err[-600:]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("vllm") is not None, reason="vLLM is installed here")
+def test_use_vllm_without_vllm_stops_at_the_door(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    argv = ["--config", "recipes/tiny/poly_epo/config_cpu.yaml", "--dry_run", "true", "--use_vllm", "true"]
+    with pytest.raises(SystemExit) as stop:
+        main([*argv, "--output_dir", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and "pip install 'poly_epo_trl[vllm]'" in err and "Traceback" not in err, err[-600:]
 
 
 EVAL_RECIPE = (ROOT / "recipes/tiny/eval/config_demo.yaml").read_text()

