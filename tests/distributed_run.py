@@ -70,6 +70,9 @@ def main(model_dir: str, out: str, rows_per_rank: int, num_generations: int, set
     except JudgeFailing as error:
         with open(os.path.join(out, f"rank{rank}.err"), "w") as handle:
             handle.write(str(error))
+        # leave the process group before exiting: a group left to interpreter teardown after the peer stopped can
+        # abort the process ("terminate called without an active exception", seen once in CI)
+        torch.distributed.destroy_process_group()
         return
     batch = trainer.last_set_batch
     torch.save(
