@@ -81,14 +81,20 @@ POLY_EPO_PAPER = {
 }
 
 
+def config_argument(args: tuple, kwargs: dict) -> Any:
+    """The ``args=`` a trainer was given (GRPOTrainer's third positional parameter), or None."""
+    return kwargs.get("args") if "args" in kwargs else (args[2] if len(args) > 2 else None)
+
+
 class FiniteRewardsGRPOTrainer(GRPOTrainer):
     """GRPOTrainer that reads a reward of +inf or -inf as "not scored" (like a reward function's None), counts them
     in ``rewards/non_finite`` and warns, instead of letting them turn a group's advantages, then every weight, into
-    NaN. Behaves as GRPOTrainer otherwise; ``trainer: grpo`` in recipes runs it. With colocated vLLM, the engine
-    takes PolyEPOConfig's ``vllm_dtype`` and ``vllm_enforce_eager`` (``vllm_engine.vllm_seams``)."""
+    NaN. Behaves as GRPOTrainer otherwise; ``trainer: grpo`` in recipes runs it. With vLLM, the colocated engine
+    takes PolyEPOConfig's ``vllm_dtype`` and ``vllm_enforce_eager``, and a trainer on CPU syncs a server through a
+    file (``vllm_engine.vllm_seams``)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        config = kwargs.get("args") if "args" in kwargs else (args[2] if len(args) > 2 else None)
+        config = config_argument(args, kwargs)
         with vllm_seams(self, config):
             super().__init__(*args, **kwargs)
 
@@ -118,7 +124,7 @@ class _JudgedGroupsTrainer(FiniteRewardsGRPOTrainer):
     default_output_suffix = "Poly-EPO"
 
     def __init__(self, *args: Any, judge: Any = None, **kwargs: Any) -> None:
-        config = kwargs.get("args") if "args" in kwargs else (args[2] if len(args) > 2 else None)
+        config = config_argument(args, kwargs)
         if config is None:  # as GRPOTrainer builds GRPOConfig("<model name>-GRPO"), with the default judge
             model = kwargs.get("model", args[0] if args else None)
             name = model if isinstance(model, str) else get_config_model_id(model.config)

@@ -31,8 +31,8 @@ def vllm_seams(trainer: Any, args: Any) -> Iterator[None]:
     - colocate: the engine gets ``engine_overrides`` (the policy's dtype is read when the engine is built, after the
       model loaded); on vLLM's CPU platform its linear layers keep their weights for the sync (as the
       ``vllm_cpu.register`` plugin does too, unless ``VLLM_PLUGINS`` leaves it out);
-    - server, with the trainer on CPU: the client syncs weights through a file (``vllm_cpu.FileSyncVLLMClient``),
-      since TRL's NCCL sync needs CUDA.
+    - server, with the trainer on CPU: the client syncs weights through a file
+      (``vllm_cpu.client.FileSyncVLLMClient``), since TRL's NCCL sync needs CUDA.
 
     Does nothing without ``use_vllm`` or without vLLM (TRL then says how to install it)."""
     from trl.generation import vllm_generation
