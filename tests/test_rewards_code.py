@@ -428,3 +428,111 @@ def test_weaker_rlimits_mode_still_scores():
     problem = PROBLEMS[0]
     assert reward.check(fenced(problem["correct"]), problem["test"], problem["entry_point"], SETUP).passed
     assert not reward.check(fenced(problem["wrong"][1]), problem["test"], problem["entry_point"], SETUP).passed
+
+
+# --- thread safety -------------------------------------------------------------------------------------------------
+
+LEETCODE = Path(__file__).resolve().parents[2] / "shared" / "data" / "LeetCodeDataset-v0.2.0-train.jsonl.gz"
+
+
+class _Finalizer:
+    """A reference cycle whose finalizer lets another thread run: a garbage collection inside ``ast.parse`` then
+    switches threads mid-parse, as it did after the code reward's sandboxes ran."""
+
+    def __init__(self) -> None:
+        self.me = self
+
+    def __del__(self) -> None:
+        time.sleep(0)
+
+
+def _parse_in_threads(parse, sources: list[str], seconds: float, threads: int = 4) -> tuple[list[str], float]:
+    """Rounds of ``threads`` threads that parse ``sources`` 1, 2, ... times each, with garbage to collect, and end at
+    different times (as a thread pool's workers do), until a SystemError or ``seconds``: the errors, and the seconds
+    until the first (``seconds`` when none)."""
+    errors: list[str] = []
+
+    def work(repeats: int) -> None:
+        for _ in range(repeats):
+            for source in sources:
+                for _ in range(10):
+                    _Finalizer()
+                try:
+                    parse(source)
+                except SystemError as error:
+                    errors.append(str(error))
+
+    start = time.monotonic()
+    while not errors and time.monotonic() - start < seconds:
+        workers = [threading.Thread(target=work, args=(1 + i,)) for i in range(threads)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+    return errors, (time.monotonic() - start if errors else seconds)
+
+
+# deeply nested asserts: a thread switch inside their parse moves the shared counter by many levels
+NESTED = "\n".join(f"assert f({i}, {list(range(20))}) == {{'a': ({i}, [1, [2, [3, [4]]]])}}" for i in range(200))
+
+
+def _real_tests() -> str:
+    """Real rows' tests in one module (LeetCodeDataset's, else this file's problems)."""
+    from poly_epo_trl.rewards.leetcode import load_rows
+
+    if LEETCODE.exists():
+        return "\n".join(row["test"] for row in load_rows(LEETCODE, stride=19))
+    return "\n".join(problem["test"] for problem in PROBLEMS)
+
+
+def test_parsing_tests_from_many_threads_never_fails_and_the_lock_is_still_needed():
+    """Unlocked, ``ast.parse`` from several threads fails on this Python (the day it does not, drop
+    ``unit_tests._AST_PARSE_LOCK``); the code reward's parse, given three times as long, never does."""
+    import ast
+
+    from poly_epo_trl.rewards.unit_tests import parse_python
+
+    errors, needed = _parse_in_threads(ast.parse, [_real_tests()], seconds=60)
+    assert errors and "recursion depth mismatch" in errors[0], (
+        "ast.parse ran 60 s in 4 threads without the 'AST constructor recursion depth mismatch' SystemError: this "
+        "Python no longer needs unit_tests._AST_PARSE_LOCK."
+    )
+    errors, _ = _parse_in_threads(parse_python, [NESTED, _real_tests()], seconds=max(3 * needed, 5.0))
+    assert errors == []
+    errors, _ = _parse_in_threads(lambda tests: plan_tests(tests, "f"), [NESTED], seconds=max(needed, 3.0))
+    assert errors == []
+
+
+def test_scoring_real_programs_from_several_threads_at_once_repeatedly():
+    """The code reward's own thread pool, over and over, with garbage collected mid-parse: every correct program
+    scores 1 and nothing raises (it raised SystemError 4 times in 4 before the parse took turns)."""
+    from poly_epo_trl.rewards.leetcode import load_rows
+
+    if LEETCODE.exists():
+        rows = load_rows(LEETCODE, stride=61)[:16]
+        completions = [f"```python\n{row['completion']}\n```" for row in rows]
+        tests, entry_points, setups = (
+            [r["test"] for r in rows],
+            [r["entry_point"] for r in rows],
+            [r["prompt"] for r in rows],
+        )
+    else:
+        completions = [f"```python\n{p['correct']}\n```" for p in PROBLEMS]
+        tests, entry_points, setups = [p["test"] for p in PROBLEMS], [p["entry_point"] for p in PROBLEMS], None
+    garbage = threading.Event()
+
+    def make_garbage() -> None:
+        while not garbage.is_set():
+            _Finalizer()
+            time.sleep(0.001)
+
+    reward = CodeReward(LIMITS, max_workers=4)
+    maker = threading.Thread(target=make_garbage)
+    maker.start()
+    try:
+        for _ in range(3):
+            verdicts = reward.check_batch(completions, tests, entry_points, setups)
+            assert [v.outcome for v in verdicts] == ["pass"] * len(completions), [v.detail for v in verdicts]
+    finally:
+        garbage.set()
+        maker.join()

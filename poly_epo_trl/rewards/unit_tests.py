@@ -20,6 +20,7 @@ import ast
 import json
 import math
 import operator
+import threading
 from dataclasses import dataclass, field
 from decimal import Decimal
 from fractions import Fraction
@@ -38,6 +39,18 @@ OPERATORS = {
     ast.IsNot: ("is not", operator.is_not),
 }
 COMPARE = {symbol: fn for symbol, fn in OPERATORS.values()}
+# CPython 3.11 keeps the AST builder's recursion counter in interpreter-wide state: when a thread switch lands inside
+# ast.parse (a garbage collection running a finalizer that releases the GIL), another thread's ast.parse moves the
+# counter and one of them fails with "SystemError: AST constructor recursion depth mismatch" (python/cpython#106905
+# and its duplicates). The code reward plans tests in its worker threads, so parses take turns.
+# tests/test_rewards_code.py reproduces the failure without the lock and fails once Python no longer has it.
+_AST_PARSE_LOCK = threading.Lock()
+
+
+def parse_python(source: str) -> ast.Module:
+    """``ast.parse``, one thread at a time: safe to call from several threads at once."""
+    with _AST_PARSE_LOCK:
+        return ast.parse(source)
 _NAMED_CONSTANTS = {"inf": math.inf, "nan": math.nan}
 _UNSAFE_IN_SANDBOX = (ast.Compare, ast.BoolOp, ast.IfExp, ast.Lambda, ast.NamedExpr)
 
@@ -131,7 +144,7 @@ def plan_tests(tests: Any, entry_point: str | None = None) -> CallPlan | StdioPl
             "code, or {'inputs': [...], 'outputs': [...]}."
         )
     try:
-        module = ast.parse(tests)
+        module = parse_python(tests)
     except (SyntaxError, ValueError) as error:
         raise BadTests(f"the tests do not parse: {error}") from None
     return _plan_module(module, tests, entry_point)
