@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib.util
 import logging
 import os
+import shutil
 import sys
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -40,6 +41,7 @@ from .models import resolve_model
 from .rewards import SandboxUnavailable, resolve_reward
 from .tasks import load_rows, task_defaults
 from .trainer import FiniteRewardsGRPOTrainer, GRPODivTrainer, PolyEPOConfig, PolyEPOTrainer
+from .trainer.resume import complete_checkpoints
 
 logger = logging.getLogger(__name__)
 TRAINERS = {"poly_epo": PolyEPOTrainer, "grpo": FiniteRewardsGRPOTrainer, "grpo_div": GRPODivTrainer}
@@ -338,18 +340,20 @@ def run(
 
 
 def resume_checkpoint(training_args: PolyEPOConfig) -> str | bool | None:
-    """``resume_from_checkpoint`` when set, else the last ``checkpoint-N`` in ``output_dir`` (as open-r1's scripts
-    do), so a run started again after a crash continues where it stopped."""
+    """``resume_from_checkpoint`` when set, else the last complete ``checkpoint-N`` in ``output_dir`` (as open-r1's
+    scripts do), so a run started again after a crash continues where it stopped. Checkpoints left incomplete by a
+    crash while saving are named and, on the main process, removed: they can never be resumed from."""
     if training_args.resume_from_checkpoint is not None:
         return training_args.resume_from_checkpoint
-    if not os.path.isdir(training_args.output_dir):
+    complete, incomplete = complete_checkpoints(training_args.output_dir, int(os.environ.get("WORLD_SIZE", "1")))
+    for path, reason in incomplete:
+        print(f"skipping {path}: incomplete ({reason}), a save that did not finish", flush=True)
+        if int(os.environ.get("RANK", "0")) == 0:
+            shutil.rmtree(path, ignore_errors=True)
+    if not complete:
         return None
-    from transformers.trainer_utils import get_last_checkpoint
-
-    last = get_last_checkpoint(training_args.output_dir)
-    if last is not None:
-        print(f"resuming from {last} (the last checkpoint in output_dir)", flush=True)
-    return last
+    print(f"resuming from {complete[-1]} (the last complete checkpoint in output_dir)", flush=True)
+    return complete[-1]
 
 
 if __name__ == "__main__":

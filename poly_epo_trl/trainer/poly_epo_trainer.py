@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import logging
+import os
 import textwrap
 import time
 import warnings
@@ -26,6 +27,7 @@ from typing import Any, ClassVar
 
 import torch
 from accelerate.utils import gather_object
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from trl import GRPOTrainer
 from trl.trainer.utils import get_config_model_id
 
@@ -34,6 +36,7 @@ from ..evaluation.diversity import group_diversity_metrics
 from ..judges import ClusteringJudge, JudgeFailing, resolve_judge, step_metrics
 from ..text import message_text, prompt_text
 from .config import DEFAULT_JUDGE, PolyEPOConfig, load_objective
+from .resume import EpochSampler, load_resume_state, save_resume_state
 from .vllm_engine import vllm_seams
 
 logger = logging.getLogger(__name__)
@@ -91,12 +94,29 @@ class FiniteRewardsGRPOTrainer(GRPOTrainer):
     in ``rewards/non_finite`` and warns, instead of letting them turn a group's advantages, then every weight, into
     NaN. Behaves as GRPOTrainer otherwise; ``trainer: grpo`` in recipes runs it. With vLLM, the colocated engine
     takes PolyEPOConfig's ``vllm_dtype`` and ``vllm_enforce_eager``, and a trainer on CPU syncs a server through a
-    file (``vllm_engine.vllm_seams``)."""
+    file (``vllm_engine.vllm_seams``). Its checkpoints resume exactly (``resume``): the sampler's epoch order, the
+    generation buffer and the step counters come back."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         config = config_argument(args, kwargs)
         with vllm_seams(self, config):
             super().__init__(*args, **kwargs)
+
+    def _get_train_sampler(self, dataset=None):
+        return EpochSampler(super()._get_train_sampler(dataset))
+
+    def _save_checkpoint(self, model, trial) -> None:
+        """This process's resume state first, then transformers' checkpoint (``trainer_state.json`` last): a
+        checkpoint whose files are all there is complete."""
+        folder = os.path.join(self._get_output_dir(trial=trial), f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}")
+        save_resume_state(self, folder, self.accelerator.process_index)
+        self.accelerator.wait_for_everyone()
+        super()._save_checkpoint(model, trial)
+
+    def _load_optimizer_and_scheduler(self, checkpoint) -> None:
+        super()._load_optimizer_and_scheduler(checkpoint)
+        if checkpoint is not None:
+            load_resume_state(self, checkpoint, self.accelerator.process_index)
 
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
         rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)

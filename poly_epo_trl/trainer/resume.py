@@ -1,0 +1,127 @@
+"""What a checkpoint needs, beyond what TRL and transformers save, for a resumed run to end with the weights of an
+uninterrupted one; and which checkpoint a restart may trust.
+
+transformers restores the weights, the optimizer, the scheduler, every random generator and the data position (it
+skips the batches already trained on). Three things are lost without this module:
+
+- TRL's ``RepeatSampler`` draws one permutation per epoch from its own generator, seeded once: a run resumed in
+  epoch e would draw epoch 0's order again. ``EpochSampler`` fast-forwards that generator to epoch e.
+- With ``steps_per_generation > 1`` (or ``num_iterations > 1``) TRL trains several steps on one buffered generation
+  batch, and knows where it is by a micro-step counter: both are saved per process (``resume_state_rank<r>.pt``).
+- The trainers' own counters (the judge's fallback patience), named in ``RESUMED_ATTRIBUTES``.
+
+The state files are written before transformers writes the checkpoint, whose ``trainer_state.json`` comes last: a
+checkpoint is complete when that file parses and every process's state file is there (``complete_checkpoints``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+from torch.utils.data import Sampler
+
+logger = logging.getLogger(__name__)
+
+STATE_FILE = "resume_state_rank{rank}.pt"
+RESUMED_ATTRIBUTES = ("_step", "_buffered_inputs", "_steps_over_fallback_frac")
+_CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
+
+
+class EpochSampler(Sampler):
+    """TRL's sampler, plus ``set_epoch``: the order of epoch e is the one an uninterrupted run draws in epoch e.
+
+    ``RepeatSampler`` draws ``torch.randperm(n, generator)`` once per epoch from a generator seeded with ``seed``;
+    ``set_epoch(e)`` reseeds it and draws e permutations, so the next epoch's draw is the (e+1)-th."""
+
+    def __init__(self, inner: Sampler) -> None:
+        self.inner = inner
+
+    def __iter__(self) -> Iterator:
+        return iter(self.inner)
+
+    def __len__(self) -> int:
+        return len(self.inner)
+
+    def set_epoch(self, epoch: int) -> None:
+        generator, seed = getattr(self.inner, "generator", None), getattr(self.inner, "seed", None)
+        if not getattr(self.inner, "shuffle", False) or generator is None or seed is None:
+            return
+        generator.manual_seed(seed)
+        for _ in range(epoch):
+            torch.randperm(self.inner.num_samples, generator=generator)
+
+
+def state_path(checkpoint: str, rank: int) -> str:
+    return os.path.join(checkpoint, STATE_FILE.format(rank=rank))
+
+
+def save_resume_state(trainer: Any, checkpoint: str, rank: int) -> None:
+    """Write this process's part of the trainer's state into ``checkpoint`` (created if needed), atomically."""
+    os.makedirs(checkpoint, exist_ok=True)
+    state = {name: getattr(trainer, name) for name in RESUMED_ATTRIBUTES if hasattr(trainer, name)}
+    path = state_path(checkpoint, rank)
+    partial = f"{path}.partial"
+    torch.save(state, partial)
+    os.replace(partial, path)
+
+
+def load_resume_state(trainer: Any, checkpoint: str, rank: int) -> bool:
+    """Restore what ``save_resume_state`` wrote; False (nothing changed) for a checkpoint written without it."""
+    path = state_path(checkpoint, rank)
+    if not os.path.exists(path):
+        logger.warning(
+            "%s has no %s (written by an older version or another trainer): the generation buffer and the step "
+            "counter start afresh, so this run will not match an uninterrupted one exactly.",
+            checkpoint,
+            os.path.basename(path),
+        )
+        return False
+    state = torch.load(path, map_location="cpu", weights_only=False)  # our own file: tensors, lists, strings
+    for name, value in state.items():
+        setattr(trainer, name, _to_device(value, trainer.accelerator.device))
+    return True
+
+
+def _to_device(value: Any, device: torch.device) -> Any:
+    if isinstance(value, torch.Tensor):
+        return value.to(device)
+    if isinstance(value, dict):
+        return {key: _to_device(item, device) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_to_device(item, device) for item in value]
+    return value
+
+
+def incomplete_reason(checkpoint: str, world_size: int) -> str | None:
+    """Why a checkpoint cannot be resumed from (a missing or unreadable file), or None when it is complete."""
+    state_file = os.path.join(checkpoint, "trainer_state.json")
+    try:
+        with open(state_file) as handle:
+            json.load(handle)["global_step"]
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        return f"trainer_state.json is missing or unreadable ({type(error).__name__})"
+    missing = [state_path(checkpoint, r) for r in range(world_size) if not os.path.exists(state_path(checkpoint, r))]
+    if missing and any(os.path.exists(state_path(checkpoint, r)) for r in range(world_size)):
+        return f"{os.path.basename(missing[0])} is missing"
+    return None
+
+
+def complete_checkpoints(output_dir: str, world_size: int) -> tuple[list[str], list[tuple[str, str]]]:
+    """The complete ``checkpoint-N`` folders of ``output_dir``, oldest first, and the incomplete ones with why."""
+    if not os.path.isdir(output_dir):
+        return [], []
+    found = sorted(
+        (int(match.group(1)), name) for name in os.listdir(output_dir) if (match := _CHECKPOINT.match(name))
+    )
+    complete, incomplete = [], []
+    for _, name in found:
+        path = os.path.join(output_dir, name)
+        reason = incomplete_reason(path, world_size)
+        (complete.append(path) if reason is None else incomplete.append((path, reason)))
+    return complete, incomplete
