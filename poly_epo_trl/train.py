@@ -41,6 +41,7 @@ from .models import resolve_model
 from .rewards import SandboxUnavailable, resolve_reward
 from .tasks import load_rows, task_defaults
 from .trainer import FiniteRewardsGRPOTrainer, GRPODivTrainer, PolyEPOConfig, PolyEPOTrainer
+from .trainer.preemption import Preempted
 from .trainer.resume import complete_checkpoints
 
 logger = logging.getLogger(__name__)
@@ -296,6 +297,9 @@ def main(argv: list[str] | None = None) -> Any:
     except JudgeFailing as error:
         print(f"error: {error}", file=sys.stderr)
         raise SystemExit(1) from None
+    except Preempted as stop:
+        print(stop, file=sys.stderr)
+        raise SystemExit(stop.exit_code) from None
     return trainer
 
 

@@ -51,6 +51,8 @@ def parse_python(source: str) -> ast.Module:
     """``ast.parse``, one thread at a time: safe to call from several threads at once."""
     with _AST_PARSE_LOCK:
         return ast.parse(source)
+
+
 _NAMED_CONSTANTS = {"inf": math.inf, "nan": math.nan}
 _UNSAFE_IN_SANDBOX = (ast.Compare, ast.BoolOp, ast.IfExp, ast.Lambda, ast.NamedExpr)
 

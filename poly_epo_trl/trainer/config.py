@@ -177,6 +177,24 @@ class PolyEPOConfig(GRPOConfig):
         default=3,
         metadata={"help": "Consecutive steps above judge_max_fallback_frac before the run stops."},
     )
+    judge_max_outage_seconds: float = field(
+        default=4 * 3600.0,
+        metadata={
+            "help": "When the judge service is down (no answer at all: refused, timed out, 5xx; its breaker open), "
+            "training waits before the step's update, probing with backoff and logging a line a minute, and goes on "
+            "when it answers, so no group falls back for an outage. Past this many seconds down, the run saves a "
+            "checkpoint and exits 1. 0 does not wait: the groups fall back (judge_fallback) as for any failure."
+        },
+    )
+    preemption_grace_seconds: float = field(
+        default=25.0,
+        metadata={
+            "help": "On SIGTERM or SIGINT (preemption, `timeout`, Ctrl-C): finish the step in progress, save a "
+            "checkpoint at it, and exit (code 128 + signal) within this many seconds; a second signal exits at once. "
+            "SLURM kills 30 s after its SIGTERM by default. A step and its save that take longer are abandoned at "
+            "this limit (the last complete checkpoint stays). 0 leaves the signals as they are."
+        },
+    )
     judge_template: str = field(
         default="math",
         metadata={"help": "Prompt of language-model judges: 'math', 'code' or the path of your own template file."},
@@ -343,6 +361,9 @@ class PolyEPOConfig(GRPOConfig):
             )
         if not 0 <= self.judge_max_fallback_frac <= 1:
             raise ValueError(f"judge_max_fallback_frac must be within [0, 1], got {self.judge_max_fallback_frac}.")
+        for name in ("judge_max_outage_seconds", "preemption_grace_seconds"):
+            if not getattr(self, name) >= 0:
+                raise ValueError(f"{name} must be non-negative seconds, got {getattr(self, name)}.")
         if self.judge_fallback_patience < 1:
             raise ValueError(f"judge_fallback_patience must be at least 1 step, got {self.judge_fallback_patience}.")
         if isinstance(self.judge_extra_body, str):

@@ -36,6 +36,7 @@ from ..evaluation.diversity import group_diversity_metrics
 from ..judges import ClusteringJudge, JudgeFailing, resolve_judge, step_metrics
 from ..text import message_text, prompt_text
 from .config import DEFAULT_JUDGE, PolyEPOConfig, load_objective
+from .preemption import preemption_guard
 from .resume import EpochSampler, load_resume_state, save_resume_state
 from .vllm_engine import vllm_seams
 
@@ -101,6 +102,15 @@ class FiniteRewardsGRPOTrainer(GRPOTrainer):
         config = config_argument(args, kwargs)
         with vllm_seams(self, config):
             super().__init__(*args, **kwargs)
+
+    def train(self, *args: Any, **kwargs: Any):
+        """GRPOTrainer's ``train``; on SIGTERM or SIGINT it saves a checkpoint at the end of the step in progress and
+        raises ``preemption.Preempted`` (``preemption_grace_seconds``)."""
+        with preemption_guard(self, getattr(self.args, "preemption_grace_seconds", 0.0)) as guard:
+            output = super().train(*args, **kwargs)
+        if guard is not None and guard.stopped_at_step is not None and self.state.global_step < self.state.max_steps:
+            raise guard.outcome()
+        return output
 
     def _get_train_sampler(self, dataset=None):
         return EpochSampler(super()._get_train_sampler(dataset))

@@ -1,0 +1,125 @@
+"""Preemption: SIGTERM or SIGINT ends training at a step boundary with a checkpoint, instead of losing the steps
+since the last one.
+
+While ``train()`` runs, the first signal only records itself. At the end of the step in progress every process
+agrees (a max over processes), so all stop after the same step; transformers then saves a checkpoint there and
+``train()`` raises ``Preempted``. A watchdog bounds the whole: past ``grace_seconds`` the process exits without the
+step (the last complete checkpoint is what a restart resumes from). A second signal exits at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+from transformers import TrainerCallback
+
+SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+class Preempted(Exception):
+    """Training stopped on a signal after saving a checkpoint; ``exit_code`` is 128 + the signal's number."""
+
+    def __init__(self, message: str, signum: int) -> None:
+        super().__init__(message)
+        self.exit_code = 128 + signum
+
+
+class PreemptionCallback(TrainerCallback):
+    """Turns a recorded signal into "save now and stop" at the next step end, on every process at once."""
+
+    def __init__(self, trainer: Any, grace_seconds: float) -> None:
+        self.trainer = trainer
+        self.grace_seconds = grace_seconds
+        self.signum: int | None = None
+        self.received_at: float | None = None
+        self.stopped_at_step: int | None = None
+        self.saved: str | None = None
+        self._watchdog: threading.Timer | None = None
+
+    def handle(self, signum: int, frame: Any) -> None:
+        name = signal.Signals(signum).name
+        if self.signum is not None:
+            print(f"{name} again: exiting now, without a checkpoint of the step in progress.", file=sys.stderr)
+            sys.stderr.flush()
+            os._exit(128 + signum)
+        self.signum, self.received_at = signum, time.monotonic()
+        print(
+            f"{name} received: finishing the step in progress, then saving a checkpoint (at most "
+            f"{self.grace_seconds:g} s; send it again to exit at once).",
+            file=sys.stderr,
+            flush=True,
+        )
+        self._watchdog = threading.Timer(self.grace_seconds, self._give_up, args=(signum,))
+        self._watchdog.daemon = True
+        self._watchdog.start()
+
+    def _give_up(self, signum: int) -> None:
+        print(
+            f"preemption: the step in progress and its checkpoint did not finish within preemption_grace_seconds="
+            f"{self.grace_seconds:g}: exiting without them; a restart resumes from the last complete checkpoint.",
+            file=sys.stderr,
+            flush=True,
+        )
+        os._exit(128 + signum)
+
+    def requested(self) -> bool:
+        """Whether any process received a signal (a collective when there are several processes)."""
+        flag = torch.tensor([0 if self.signum is None else self.signum], device=self.trainer.accelerator.device)
+        if self.trainer.accelerator.num_processes > 1:
+            flag = self.trainer.accelerator.reduce(flag, reduction="max")
+        if self.signum is None and int(flag.item()):
+            self.signum = int(flag.item())  # another process was signalled: this one stops with it
+            self.received_at = time.monotonic()
+        return bool(int(flag.item()))
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if self.requested():
+            control.should_save = True
+            control.should_training_stop = True
+            self.stopped_at_step = state.global_step
+        return control
+
+    def on_save(self, args, state, control, **kwargs):
+        if self.stopped_at_step is not None:
+            self.saved = os.path.join(args.output_dir, f"checkpoint-{state.global_step}")
+            if self._watchdog is not None:
+                self._watchdog.cancel()
+        return control
+
+    def outcome(self) -> Preempted:
+        name = signal.Signals(self.signum).name
+        seconds = time.monotonic() - self.received_at
+        return Preempted(
+            f"stopped by {name} after step {self.stopped_at_step}: saved {self.saved} {seconds:.1f} s after the "
+            "signal. Run the same command to resume from it.",
+            self.signum,
+        )
+
+
+@contextlib.contextmanager
+def preemption_guard(trainer: Any, grace_seconds: float) -> Iterator[PreemptionCallback | None]:
+    """Within: SIGTERM and SIGINT are recorded by a ``PreemptionCallback`` added to ``trainer`` (None, and the
+    signals left alone, when ``grace_seconds`` is 0 or this is not the main thread). The handlers and the callback are
+    removed on the way out."""
+    if not grace_seconds or threading.current_thread() is not threading.main_thread():
+        yield None
+        return
+    callback = PreemptionCallback(trainer, grace_seconds)
+    previous = {signum: signal.signal(signum, callback.handle) for signum in SIGNALS}
+    trainer.add_callback(callback)
+    try:
+        yield callback
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        trainer.remove_callback(callback)
+        if callback._watchdog is not None:
+            callback._watchdog.cancel()
