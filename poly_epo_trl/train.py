@@ -120,7 +120,8 @@ def check_judge(judge: ClusteringJudge, budget: float = PROBE_BUDGET_SECONDS) ->
     """One probe group, without fallbacks and with a short retry budget: a judge that cannot answer stops the run
     before the model loads."""
     saved_fallback, saved_chain, saved_retry = judge.fallback, judge.chain, getattr(judge, "retry", None)
-    judge.fallback, judge.chain = "raise", []
+    saved_outage = judge.max_outage_seconds
+    judge.fallback, judge.chain, judge.max_outage_seconds = "raise", [], 0.0
     if saved_retry is not None:
         judge.retry = replace(saved_retry, budget=min(saved_retry.budget, budget))
     try:
@@ -131,7 +132,7 @@ def check_judge(judge: ClusteringJudge, budget: float = PROBE_BUDGET_SECONDS) ->
             "check_judge: false to rely on judge_fallback."
         ) from None
     finally:
-        judge.fallback, judge.chain = saved_fallback, saved_chain
+        judge.fallback, judge.chain, judge.max_outage_seconds = saved_fallback, saved_chain, saved_outage
         if saved_retry is not None:
             judge.retry = saved_retry
         judge.pop_stats()
@@ -187,6 +188,7 @@ def build(script_args: ScriptArguments, training_args: PolyEPOConfig, model_args
             judge = resolve_judge(training_args.judge, **training_args.judge_options())
         except (ValueError, ImportError) as error:
             raise RecipeError(f"judge={training_args.judge!r}: {error}") from None
+        judge.max_outage_seconds = training_args.judge_max_outage_seconds
         if script_args.check_judge:
             check_judge(judge)
     eval_rows = None

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from judge_server import ServerProcess
 from tiny import save_tiny_model, toy_dataset
+from transformers import TrainerCallback
 
 from poly_epo_trl import PolyEPOConfig, PolyEPOTrainer
 from poly_epo_trl.judges import (
@@ -307,6 +308,7 @@ def test_training_stops_when_the_judge_keeps_failing(model_dir, tmp_path):
         judge_retry_budget=0.2,
         judge_max_fallback_frac=0.5,
         judge_fallback_patience=2,
+        judge_max_outage_seconds=0,  # fall back instead of waiting the outage out
     )
     trainer = PolyEPOTrainer(
         model=str(model_dir),
@@ -320,6 +322,85 @@ def test_training_stops_when_the_judge_keeps_failing(model_dir, tmp_path):
     assert "100%" in message and "judge_max_fallback_frac=0.5" in message and "2 steps in a row" in message
     assert f"127.0.0.1:{port}" in message and "cannot connect" in message
     assert trainer.state.global_step == 1  # the second failing step stopped it before its update
+    assert "Saved " in message and (tmp_path / "out" / "checkpoint-1" / "trainer_state.json").exists()
+
+
+class StopServerAfter(TrainerCallback):
+    """Kills the judge server at the end of step ``step`` and starts it again on the same port ``down`` seconds
+    later, from another thread, while training goes on."""
+
+    def __init__(self, server: ServerProcess, step: int, down: float | None) -> None:
+        self.server, self.step, self.down = server, step, down
+        self.restarted = threading.Event()
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if state.global_step == self.step:
+            self.server.kill()
+            if self.down is not None:
+                threading.Timer(self.down, lambda: (self.server.start(), self.restarted.set())).start()
+        return control
+
+
+def test_a_judge_outage_is_waited_out_and_nothing_falls_back(model_dir, tmp_path, caplog):
+    """The server is killed after step 1 and comes back 4 s later, far past the 0.3 s retry budget: step 2 waits
+    for it (logging why), then training goes on; no group of any step fell back."""
+    with ServerProcess(slots=2, latency=0.01, model=MODEL) as server:
+        args = training_config(
+            tmp_path,
+            max_steps=3,
+            judge="openai",
+            judge_base_url=server.base_url,
+            judge_model=MODEL,
+            judge_retry_budget=0.3,
+            judge_max_outage_seconds=120,
+        )
+        trainer = PolyEPOTrainer(
+            model=str(model_dir),
+            reward_funcs=lambda completions, **kw: [float(len(c) % 2) for c in completions],
+            args=args,
+            train_dataset=toy_dataset(),
+        )
+        outage = StopServerAfter(server, step=1, down=4.0)
+        trainer.add_callback(outage)
+        with caplog.at_level(logging.WARNING, logger="poly_epo_trl.judges.base"):
+            trainer.train()
+        assert outage.restarted.is_set()
+    logged = [entry for entry in trainer.state.log_history if "judge/fallback_frac" in entry]
+    assert [entry["judge/fallback_frac"] for entry in logged] == [0.0, 0.0, 0.0]
+    assert logged[1]["judge/outages"] >= 1 and logged[1]["judge/wait_seconds"] > 3.0
+    assert any(
+        "is down: no answer for" in r.getMessage() and "nothing falls back" in r.getMessage() for r in caplog.records
+    )
+
+
+def test_an_outage_past_the_limit_saves_the_last_step_and_stops(model_dir, tmp_path):
+    """The server never comes back: after judge_max_outage_seconds the run stops with the cause, and a checkpoint
+    of step 2 (the last completed step) is there to resume from."""
+    with ServerProcess(slots=2, latency=0.01, model=MODEL) as server:
+        args = training_config(
+            tmp_path,
+            max_steps=5,
+            judge="openai",
+            judge_base_url=server.base_url,
+            judge_model=MODEL,
+            judge_retry_budget=0.3,
+            judge_max_outage_seconds=2,
+        )
+        trainer = PolyEPOTrainer(
+            model=str(model_dir),
+            reward_funcs=lambda completions, **kw: [float(len(c) % 2) for c in completions],
+            args=args,
+            train_dataset=toy_dataset(),
+        )
+        trainer.add_callback(StopServerAfter(server, step=2, down=None))
+        start = time.monotonic()
+        with pytest.raises(JudgeFailing) as error:
+            trainer.train()
+    message = str(error.value)
+    assert "has not answered for" in message and "judge_max_outage_seconds=2" in message, message
+    assert "checkpoint-2" in message and trainer.state.global_step == 2
+    assert (tmp_path / "out" / "checkpoint-2" / "resume_state_rank0.pt").exists()
+    assert 2.0 <= time.monotonic() - start < 30
 
 
 def test_train_command_stops_with_a_message_and_exit_code_1(tmp_path, capsys, monkeypatch):
@@ -330,6 +411,7 @@ def test_train_command_stops_with_a_message_and_exit_code_1(tmp_path, capsys, mo
     argv = ["--config", "recipes/tiny/poly_epo/config_cpu.yaml", "--output_dir", str(tmp_path / "out")]
     argv += ["--judge", f"openai:http://127.0.0.1:{port}/v1/{MODEL}", "--judge_retry_budget", "0.1"]
     argv += ["--check_judge", "false", "--max_steps", "6", "--judge_fallback_patience", "2"]
+    argv += ["--judge_max_outage_seconds", "0"]
     with pytest.raises(SystemExit) as stop:
         main(argv)
     assert stop.value.code == 1

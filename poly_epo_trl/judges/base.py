@@ -16,7 +16,7 @@ import numpy as np
 from trl.trainer.utils import is_async_callable
 
 from ..constants import DEGENERATE_CLUSTER_ID
-from .errors import JudgeError
+from .errors import CircuitOpen, JudgeError, JudgeOutage, ServiceError
 
 T = TypeVar("T")
 logger = logging.getLogger(__name__)
@@ -78,6 +78,8 @@ class JudgeLoop:
 
 FALLBACKS = ("distinct", "grpo", "skip", "raise")
 FALLBACK_WARNING_SECONDS = 60.0
+OUTAGE_LOG_SECONDS = 60.0
+OUTAGE_RETRY_PAUSE = 1.0  # between rounds of a group waiting out an outage (the breaker spaces the probes)
 ALWAYS_LOGGED = ("invalid_answers", "retries")
 
 
@@ -106,7 +108,14 @@ class ClusteringJudge:
     most ``max_concurrency`` groups in flight, checks every answer has one integer id per completion, and renumbers
     ids densely. When a group's judging fails, the judges in ``chain`` are tried in turn, then ``fallback`` applies:
     "distinct", "grpo", "skip" (see JudgeResult) or "raise". ``stats`` counts what happened since ``pop_stats()``.
+
+    With ``max_outage_seconds`` > 0 (the trainer sets it from ``judge_max_outage_seconds``), a group whose judge got
+    no answer from its service (``ServiceError``, ``CircuitOpen``) and no answer from the chain does not fall back:
+    it waits for the service and asks again, logging a line a minute, until the service has been down that long;
+    then ``JudgeOutage``. Any answer from the service ends the outage.
     """
+
+    max_outage_seconds: float = 0.0
 
     name = "judge"
 
@@ -129,23 +138,35 @@ class ClusteringJudge:
         self.latencies: list[float] = []
         self.last_failure: str | None = None
         self._fallback_warning = RateLimitedWarning(FALLBACK_WARNING_SECONDS)
+        self._outage_warning = RateLimitedWarning(OUTAGE_LOG_SECONDS)
+        self.outage_since: float | None = None  # time.monotonic() when the service stopped answering
 
     async def acluster(self, prompt: str, completions: list[str]) -> list[int]:
         raise NotImplementedError
 
     async def ajudge(self, prompt: str, completions: list[str]) -> JudgeResult:
-        """One group through this judge, then the chain, then the fallback."""
-        for judge in [self, *self.chain]:
-            try:
-                labels = judge.check_labels(await judge.acluster(prompt, completions), len(completions))
-            except JUDGING_FAILURES as error:
-                self.stats[f"failed/{judge.name}"] += 1
-                last_error = error
-                continue
-            if judge is not self:
-                self.stats[f"answered_by/{judge.name}"] += 1
-                self.stats.update({f"{judge.name}/{k}": v for k, v in judge.pop_stats().items()})
-            return JudgeResult(labels, judge.name)
+        """One group through this judge, then the chain, then (an outage waited out first) the fallback."""
+        while True:
+            own_error: Exception | None = None
+            for judge in [self, *self.chain]:
+                try:
+                    labels = judge.check_labels(await judge.acluster(prompt, completions), len(completions))
+                except JUDGING_FAILURES as error:
+                    self.stats[f"failed/{judge.name}"] += 1
+                    own_error = error if judge is self else own_error
+                    last_error = error
+                    continue
+                if judge is self:
+                    self.outage_since = None
+                else:
+                    self.stats[f"answered_by/{judge.name}"] += 1
+                    self.stats.update({f"{judge.name}/{k}": v for k, v in judge.pop_stats().items()})
+                return JudgeResult(labels, judge.name)
+            if not (self.max_outage_seconds > 0 and isinstance(own_error, (ServiceError, CircuitOpen))):
+                if own_error is not None:
+                    self.outage_since = None  # the service answered (a 4xx, an invalid answer): it is up
+                break
+            await self._wait_out_outage(own_error)
         if self.fallback == "raise":
             raise JudgeError(f"{self.where()} could not judge a group: {last_error}") from last_error
         self.stats[f"fallback/{self.fallback}"] += 1
@@ -162,6 +183,34 @@ class ClusteringJudge:
         )
         labels = list(range(len(completions))) if self.fallback == "distinct" else None
         return JudgeResult(labels, self.name, self.fallback, self.last_failure)
+
+    async def _wait_out_outage(self, error: Exception) -> None:
+        """The service did not answer this group: log (a line a minute), pause, and return to ask again; or
+        ``JudgeOutage`` once it has been down for ``max_outage_seconds``."""
+        now = time.monotonic()
+        if self.outage_since is None:
+            self.outage_since = now
+            self.stats["outages"] += 1
+        down = now - self.outage_since
+        self.stats["outage_waits"] += 1
+        if down >= self.max_outage_seconds:
+            raise JudgeOutage(
+                f"{self.where()} has not answered for {_duration(down)}, longer than judge_max_outage_seconds="
+                f"{self.max_outage_seconds:g}. Last failure: {error}"
+            ) from error
+        self._outage_warning(
+            lambda suppressed: logger.warning(
+                "%s is down: no answer for %s (last failure: %s). Training waits before this step's update and "
+                "goes on when it answers; nothing falls back meanwhile. Start or fix the judge server (or its "
+                "network); the run saves a checkpoint and stops after judge_max_outage_seconds=%g (%s left).",
+                self.where(),
+                _duration(down),
+                error,
+                self.max_outage_seconds,
+                _duration(self.max_outage_seconds - down),
+            )
+        )
+        await asyncio.sleep(min(OUTAGE_RETRY_PAUSE, self.max_outage_seconds - down))
 
     def group_concurrency(self) -> int:
         """Groups judged at once. Judges that call a service start every group at once and bound the requests in
@@ -220,6 +269,16 @@ class ClusteringJudge:
         """Seconds from sending to the end of the reply of each answered request since the last call."""
         latencies, self.latencies = self.latencies, []
         return latencies
+
+
+def _duration(seconds: float) -> str:
+    """``42 s``, ``3 min 5 s``, ``2 h 10 min``."""
+    seconds = max(0, int(seconds))
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        return f"{seconds // 60} min {seconds % 60} s"
+    return f"{seconds // 3600} h {seconds % 3600 // 60} min"
 
 
 class RateLimitedWarning:

@@ -81,5 +81,9 @@ class CircuitOpen(JudgeError):
     """The service kept failing and no probe got through before the group's retry budget ran out."""
 
 
+class JudgeOutage(JudgeError):
+    """The judge's service has not answered for longer than the trainer waits (``judge_max_outage_seconds``)."""
+
+
 class JudgeFailing(JudgeError):
     """Too many groups fell back for too long (``judge_max_fallback_frac``): training would run on fallbacks."""

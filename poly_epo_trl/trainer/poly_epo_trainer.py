@@ -37,7 +37,7 @@ from ..judges import ClusteringJudge, JudgeFailing, resolve_judge, step_metrics
 from ..text import message_text, prompt_text
 from .config import DEFAULT_JUDGE, PolyEPOConfig, load_objective
 from .preemption import preemption_guard
-from .resume import EpochSampler, load_resume_state, save_resume_state
+from .resume import EpochSampler, LastStepEnd, complete_checkpoints, load_resume_state, restore_rng, save_resume_state
 from .vllm_engine import vllm_seams
 
 logger = logging.getLogger(__name__)
@@ -104,13 +104,41 @@ class FiniteRewardsGRPOTrainer(GRPOTrainer):
             super().__init__(*args, **kwargs)
 
     def train(self, *args: Any, **kwargs: Any):
-        """GRPOTrainer's ``train``; on SIGTERM or SIGINT it saves a checkpoint at the end of the step in progress and
-        raises ``preemption.Preempted`` (``preemption_grace_seconds``)."""
-        with preemption_guard(self, getattr(self.args, "preemption_grace_seconds", 0.0)) as guard:
-            output = super().train(*args, **kwargs)
+        """GRPOTrainer's ``train``. On SIGTERM or SIGINT it saves a checkpoint at the end of the step in progress and
+        raises ``preemption.Preempted`` (``preemption_grace_seconds``). When the judge stops training
+        (``JudgeFailing``: an outage past ``judge_max_outage_seconds``, too many fallbacks), a checkpoint of the last
+        completed step is saved first."""
+        last_step = LastStepEnd()
+        self.add_callback(last_step)
+        try:
+            with preemption_guard(self, getattr(self.args, "preemption_grace_seconds", 0.0)) as guard:
+                output = super().train(*args, **kwargs)
+        except JudgeFailing as error:
+            saved = self._save_last_step(last_step)
+            where = f"Saved {saved} (the last completed step): run the same command to resume." if saved else ""
+            raise JudgeFailing(f"{error} {where}".strip()) from error
+        finally:
+            self.remove_callback(last_step)
         if guard is not None and guard.stopped_at_step is not None and self.state.global_step < self.state.max_steps:
             raise guard.outcome()
         return output
+
+    def _save_last_step(self, last_step: LastStepEnd) -> str | None:
+        """A checkpoint of the last completed step, after a failure that stopped the run: the weights, optimizer and
+        buffers are as the step left them (a step fails before its update), the random generators as they were at
+        its end. None when no step completed; the existing checkpoint when there is one for that step."""
+        step = self.state.global_step
+        if step == 0:
+            return None
+        folder = os.path.join(self.args.output_dir, f"{PREFIX_CHECKPOINT_DIR}-{step}")
+        if folder in complete_checkpoints(self.args.output_dir, self.accelerator.num_processes)[0]:
+            return folder
+        if last_step.global_step != step:  # no step completed in this run, and its start is not a checkpoint here
+            logger.warning("No record of the end of step %d in this run: no checkpoint saved for it.", step)
+            return None
+        restore_rng(last_step.rng)
+        self._save_checkpoint(self.model, trial=None)
+        return folder
 
     def _get_train_sampler(self, dataset=None):
         return EpochSampler(super()._get_train_sampler(dataset))
@@ -176,6 +204,7 @@ class _JudgedGroupsTrainer(FiniteRewardsGRPOTrainer):
                 "judge(prompt, completions) -> list[int], or a spec such as 'answer') or set PolyEPOConfig.judge."
             )
         self.judge: ClusteringJudge = resolve_judge(judge, **config.judge_options())
+        self.judge.max_outage_seconds = config.judge_max_outage_seconds
         self._steps_over_fallback_frac = 0
         super().__init__(*args, **kwargs)
         self.last_set_batch: SetBatch | None = None

@@ -19,12 +19,15 @@ from __future__ import annotations
 import json
 import logging
 import os
+import random
 import re
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
 import torch
 from torch.utils.data import Sampler
+from transformers import TrainerCallback
 
 logger = logging.getLogger(__name__)
 
@@ -55,6 +58,37 @@ class EpochSampler(Sampler):
         generator.manual_seed(seed)
         for _ in range(epoch):
             torch.randperm(self.inner.num_samples, generator=generator)
+
+
+def capture_rng() -> dict[str, Any]:
+    """Every random generator a checkpoint saves (transformers' ``rng_state.pth``): Python, NumPy, torch, CUDA."""
+    return {
+        "python": random.getstate(),
+        "numpy": np.random.get_state(),
+        "cpu": torch.get_rng_state(),
+        "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
+    }
+
+
+def restore_rng(state: dict[str, Any]) -> None:
+    random.setstate(state["python"])
+    np.random.set_state(state["numpy"])
+    torch.set_rng_state(state["cpu"])
+    if state["cuda"] is not None:
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+class LastStepEnd(TrainerCallback):
+    """The random generators as they were at the end of the last completed step (what its checkpoint would hold),
+    so a step that fails before its update can still leave an exact checkpoint of the step before it."""
+
+    def __init__(self) -> None:
+        self.global_step: int | None = None
+        self.rng: dict[str, Any] | None = None
+
+    def on_step_end(self, args, state, control, **kwargs):
+        self.global_step, self.rng = state.global_step, capture_rng()
+        return control
 
 
 def state_path(checkpoint: str, rank: int) -> str:
