@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -12,6 +11,7 @@ from datasets import Dataset, load_dataset
 
 from .checks import RecipeError, check_field_types
 from .constants import BUILTIN_PREFIX
+from .files import atomic_write_text
 from .models import MODEL_UNSET
 
 MATH_INSTRUCTION = "Please reason step by step, and put your final answer within \\boxed{}."
@@ -170,9 +170,7 @@ def save_training_problems(output_dir: str, fingerprints: set[str], dataset_name
     folder = Path(output_dir)
     folder.mkdir(parents=True, exist_ok=True)
     record = {"dataset_name": dataset_name, "split": split, "fingerprints": sorted(fingerprints)}
-    temporary = folder / f".{TRAINING_PROBLEMS}.{os.getpid()}"
-    temporary.write_text(json.dumps(record))
-    os.replace(temporary, folder / TRAINING_PROBLEMS)
+    atomic_write_text(folder / TRAINING_PROBLEMS, json.dumps(record))
 
 
 def load_training_problems(checkpoint: str) -> dict[str, Any] | None:

@@ -35,6 +35,7 @@ from .evaluation.runner import evaluate_checkpoint
 from .evaluation.sampling import BACKENDS, SamplingSettings, TransformersSampler, VLLMSampler, choose_backend
 from .evaluation.scoring import Scorer
 from .evaluation.store import SampleStore
+from .files import atomic_write_text
 from .judges import resolve_judge
 from .judges.answer import ANSWER_MODES
 from .models import resolve_model
@@ -255,7 +256,7 @@ def run(args: EvalArguments) -> dict[str, Any]:
         )
         summaries[label] = summarize(problems[label], args.bootstrap, args.confidence, args.seed)
     report = {"settings": asdict(args), "summaries": summaries, "problems": problems}
-    (out / "report.json").write_text(json.dumps(report, indent=1))
+    atomic_write_text(out / "report.json", json.dumps(report, indent=1))
     report["plots"] = [str(p) for p in plot_report(summaries, out)]
     return report
 

@@ -42,7 +42,7 @@ from .rewards import SandboxUnavailable, resolve_reward
 from .tasks import load_rows, task_defaults
 from .trainer import FiniteRewardsGRPOTrainer, GRPODivTrainer, PolyEPOConfig, PolyEPOTrainer
 from .trainer.preemption import Preempted
-from .trainer.resume import complete_checkpoints
+from .trainer.resume import CheckpointFailed, complete_checkpoints
 
 logger = logging.getLogger(__name__)
 TRAINERS = {"poly_epo": PolyEPOTrainer, "grpo": FiniteRewardsGRPOTrainer, "grpo_div": GRPODivTrainer}
@@ -297,6 +297,9 @@ def main(argv: list[str] | None = None) -> Any:
     try:
         trainer = run(script_args, training_args, model_args, parts)
     except JudgeFailing as error:
+        print(f"error: {error}", file=sys.stderr)
+        raise SystemExit(1) from None
+    except CheckpointFailed as error:
         print(f"error: {error}", file=sys.stderr)
         raise SystemExit(1) from None
     except Preempted as stop:

@@ -12,6 +12,7 @@ FLOORS = {
     "registry": 0,
     "checks": 0,
     "text": 0,
+    "files": 0,
     "vllm_cpu": 0,
     "models": 1,
     "advantages": 1,

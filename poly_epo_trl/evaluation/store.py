@@ -9,6 +9,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from ..files import atomic_write_text
+
 
 class SampleStore:
     """``settings.json`` (what produced the samples), ``samples.jsonl`` and ``scores.jsonl`` (one line per problem,
@@ -30,7 +32,7 @@ class SampleStore:
         if overwrite:
             for name in ("samples.jsonl", "scores.jsonl"):
                 (self.directory / name).unlink(missing_ok=True)
-        path.write_text(json.dumps(settings, indent=2, sort_keys=True))
+        atomic_write_text(path, json.dumps(settings, indent=2, sort_keys=True))
 
     def read(self, name: str) -> dict[int, dict[str, Any]]:
         """Records by index; a last line cut short by a kill is dropped from the file."""

@@ -19,6 +19,7 @@ from __future__ import annotations
 import concurrent.futures
 import logging
 import os
+import shutil
 import textwrap
 import time
 import warnings
@@ -33,11 +34,21 @@ from trl.trainer.utils import get_config_model_id
 
 from ..advantages import diversity_bonus, group_relative_advantages, marginal_set_advantages, scale_advantages
 from ..evaluation.diversity import group_diversity_metrics
+from ..files import is_disk_full
 from ..judges import ClusteringJudge, JudgeFailing, resolve_judge, step_metrics
 from ..text import message_text, prompt_text
 from .config import DEFAULT_JUDGE, PolyEPOConfig, load_objective
 from .preemption import preemption_guard
-from .resume import EpochSampler, LastStepEnd, complete_checkpoints, load_resume_state, restore_rng, save_resume_state
+from .resume import (
+    CheckpointFailed,
+    EpochSampler,
+    LastStepEnd,
+    complete_checkpoints,
+    disk_full_message,
+    load_resume_state,
+    restore_rng,
+    save_resume_state,
+)
 from .vllm_engine import vllm_seams
 
 logger = logging.getLogger(__name__)
@@ -146,10 +157,18 @@ class FiniteRewardsGRPOTrainer(GRPOTrainer):
     def _save_checkpoint(self, model, trial) -> None:
         """This process's resume state first, then transformers' checkpoint (``trainer_state.json`` last): a
         checkpoint whose files are all there is complete."""
-        folder = os.path.join(self._get_output_dir(trial=trial), f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}")
-        save_resume_state(self, folder, self.accelerator.process_index)
-        self.accelerator.wait_for_everyone()
-        super()._save_checkpoint(model, trial)
+        run_dir = self._get_output_dir(trial=trial)
+        folder = os.path.join(run_dir, f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}")
+        try:
+            save_resume_state(self, folder, self.accelerator.process_index)
+            self.accelerator.wait_for_everyone()
+            super()._save_checkpoint(model, trial)
+        except Exception as error:
+            if not is_disk_full(error, run_dir):
+                raise
+            if self.accelerator.is_main_process:
+                shutil.rmtree(folder, ignore_errors=True)
+            raise CheckpointFailed(disk_full_message(folder, run_dir, self.accelerator.num_processes)) from error
 
     def _load_optimizer_and_scheduler(self, checkpoint) -> None:
         super()._load_optimizer_and_scheduler(checkpoint)

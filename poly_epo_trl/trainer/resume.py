@@ -21,6 +21,7 @@ import logging
 import os
 import random
 import re
+import shutil
 from collections.abc import Iterator
 from typing import Any
 
@@ -89,6 +90,21 @@ class LastStepEnd(TrainerCallback):
     def on_step_end(self, args, state, control, **kwargs):
         self.global_step, self.rng = state.global_step, capture_rng()
         return control
+
+
+class CheckpointFailed(Exception):
+    """A checkpoint could not be written (a full disk); the partial folder was removed, earlier ones are intact."""
+
+
+def disk_full_message(folder: str, output_dir: str, world_size: int) -> str:
+    complete = complete_checkpoints(output_dir, world_size)[0]
+    last = f"{complete[-1]} is the last complete checkpoint" if complete else "there is no earlier checkpoint"
+    free = shutil.disk_usage(output_dir).free / 2**20 if os.path.isdir(output_dir) else 0.0
+    return (
+        f"No space left on the device of output_dir={output_dir!r} ({free:.0f} MiB free) while saving "
+        f"{os.path.basename(folder)}: the partial checkpoint was removed and {last}. Free some space (or keep fewer "
+        "checkpoints with save_total_limit) and run the same command to resume."
+    )
 
 
 def state_path(checkpoint: str, rank: int) -> str:
