@@ -1,0 +1,203 @@
+"""Long runs on a cluster, as real processes: ``poly-epo train`` on the CPU recipe killed with -9 at a random step,
+stopped with SIGTERM between checkpoints, killed while a checkpoint is being written, and out of disk space; each
+restarted with the same command must end with the weights of an uninterrupted run.
+
+(A judge server stopped for longer than the retry budget is in ``test_judge_server.py``.)
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from safetensors.torch import load_file
+
+ROOT = Path(__file__).resolve().parent.parent
+RECIPE = "recipes/tiny/poly_epo/config_cpu.yaml"
+BASE = ["--max_steps", "40", "--save_strategy", "steps", "--save_steps", "10", "--logging_steps", "1"]
+# TRL trains 2 steps on each buffered generation batch, each batch twice, over 2 accumulated micro-batches
+BUFFERED = ["--steps_per_generation", "2", "--num_iterations", "2", "--gradient_accumulation_steps", "2"]
+BUFFERED += ["--per_device_train_batch_size", "32"]
+SHAPES = {"plain": [], "buffered": BUFFERED}
+ENV = {
+    **os.environ,
+    "OMP_NUM_THREADS": "1",
+    "HF_HUB_OFFLINE": "1",
+    "TOKENIZERS_PARALLELISM": "false",
+    "PYTHONPATH": str(ROOT / "tests"),
+}
+
+
+class Run:
+    """``python -m poly_epo_trl.train`` as a child process, counting the steps it has logged."""
+
+    def __init__(self, output_dir: Path, *extra: str) -> None:
+        argv = [sys.executable, "-m", "poly_epo_trl.train", "--config", RECIPE, *BASE, *extra]
+        argv += ["--output_dir", str(output_dir)]
+        self.process = subprocess.Popen(
+            argv, cwd=ROOT, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
+        self.steps = 0
+        self.lines: list[str] = []
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        for line in self.process.stdout:
+            self.lines.append(line)
+            self.steps += line.count("'loss':")
+
+    def wait_for_step(self, step: int, timeout: float = 300) -> None:
+        deadline = time.monotonic() + timeout
+        while self.steps < step:
+            assert self.process.poll() is None, self.output()
+            assert time.monotonic() < deadline, f"no step {step} in {timeout} s"
+            time.sleep(0.005)
+
+    def finish(self, timeout: float = 300) -> int:
+        code = self.process.wait(timeout)
+        self.reader.join(10)
+        return code
+
+    def output(self) -> str:
+        return "".join(self.lines)
+
+
+def max_difference(a: Path, b: Path) -> float:
+    left, right = load_file(a), load_file(b)
+    assert left.keys() == right.keys()
+    return max((left[k].double() - right[k].double()).abs().max().item() for k in left)
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory) -> dict[str, Path]:
+    """The uninterrupted runs' output folders, one per shape."""
+    folders = {}
+    for shape, extra in SHAPES.items():
+        folder = tmp_path_factory.mktemp(f"reference-{shape}")
+        run = Run(folder, *extra)
+        assert run.finish() == 0, run.output()
+        folders[shape] = folder
+    return folders
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_kill_9_at_a_random_step_then_the_same_command_ends_with_the_same_weights(reference, tmp_path, shape):
+    step = random.Random().randint(11, 38)
+    print(f"kill -9 after step {step}")
+    run = Run(tmp_path, *SHAPES[shape])
+    run.wait_for_step(step)
+    run.process.kill()
+    assert run.finish() == -signal.SIGKILL
+    again = Run(tmp_path, *SHAPES[shape])
+    assert again.finish() == 0, again.output()
+    assert "resuming from" in again.output()
+    assert max_difference(reference[shape] / "model.safetensors", tmp_path / "model.safetensors") <= 1e-6
+
+
+def test_sigterm_between_checkpoints_saves_every_step_done_and_resumes_exactly(reference, tmp_path):
+    run = Run(tmp_path)
+    run.wait_for_step(15)
+    seen = run.steps
+    sent = time.monotonic()
+    run.process.send_signal(signal.SIGTERM)
+    code = run.finish()
+    seconds = time.monotonic() - sent
+    output = run.output()
+    assert code == 128 + signal.SIGTERM, output
+    assert "stopped by SIGTERM after step" in output and "Traceback" not in output
+    stopped = int(output.split("stopped by SIGTERM after step ")[1].split(":")[0])
+    assert stopped >= seen  # every step done before the signal is kept
+    assert (tmp_path / f"checkpoint-{stopped}" / "trainer_state.json").exists()
+    assert seconds < 25, seconds
+    print(f"SIGTERM after {seen} logged steps: checkpoint-{stopped}, exited {seconds:.2f} s after the signal")
+    again = Run(tmp_path)
+    assert again.finish() == 0, again.output()
+    assert f"resuming from {tmp_path / f'checkpoint-{stopped}'}" in again.output()
+    assert max_difference(reference["plain"] / "model.safetensors", tmp_path / "model.safetensors") <= 1e-6
+
+
+def test_a_second_signal_exits_at_once(tmp_path):
+    """Steps of 0.4 s (a slow reward): the first SIGTERM waits for the step's end, the second does not."""
+    run = Run(tmp_path, "--reward_funcs", "slow_reward:slow_sum_pair_reward", "--save_steps", "1000")
+    run.wait_for_step(2)
+    time.sleep(0.1)
+    run.process.send_signal(signal.SIGTERM)
+    time.sleep(0.05)
+    run.process.send_signal(signal.SIGTERM)
+    assert run.finish() == 128 + signal.SIGTERM
+    assert "SIGTERM again: exiting now" in run.output()
+    assert not list(tmp_path.glob("checkpoint-*"))
+
+
+def test_killed_while_writing_a_checkpoint_resumes_from_the_last_complete_one(reference, tmp_path):
+    """kill -9 as soon as checkpoint-20 appears (mid-write, or just after): the restart resumes from a complete
+    checkpoint, removes an incomplete one, and ends with the uninterrupted run's weights."""
+    run = Run(tmp_path)
+    folder = tmp_path / "checkpoint-20"
+    while not folder.exists():
+        assert run.process.poll() is None, run.output()
+        time.sleep(0.001)
+    run.process.kill()
+    run.finish()
+    complete = (folder / "trainer_state.json").exists()
+    print(f"checkpoint-20 complete when killed: {complete}; files: {sorted(p.name for p in folder.iterdir())}")
+    again = Run(tmp_path)
+    assert again.finish() == 0, again.output()
+    if complete:
+        assert f"resuming from {folder}" in again.output()
+    else:
+        assert f"skipping {folder}: incomplete" in again.output()
+        assert f"resuming from {tmp_path / 'checkpoint-10'}" in again.output()
+    assert max_difference(reference["plain"] / "model.safetensors", tmp_path / "model.safetensors") <= 1e-6
+
+
+def test_a_checkpoint_left_half_written_is_never_resumed_from(reference, tmp_path):
+    """What a kill mid-save leaves (the weights cut short, no trainer_state.json): skipped and removed."""
+    run = Run(tmp_path, "--max_steps", "20")
+    assert run.finish() == 0, run.output()
+    broken = tmp_path / "checkpoint-20"
+    (broken / "trainer_state.json").unlink()
+    weights = broken / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:1000])
+    (tmp_path / "model.safetensors").unlink()
+    again = Run(tmp_path)
+    assert again.finish() == 0, again.output()
+    assert f"skipping {broken}: incomplete" in again.output()
+    assert f"resuming from {tmp_path / 'checkpoint-10'}" in again.output()
+    assert max_difference(reference["plain"] / "model.safetensors", tmp_path / "model.safetensors") <= 1e-6
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 5 MiB tmpfs: room for one checkpoint of the tiny model (3.4 MiB) and not two."""
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=5m", "tmpfs", str(mount)], capture_output=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here (needs root): {done.stderr.decode().strip()}")
+    yield mount
+    subprocess.run(["umount", str(mount)], check=False)
+
+
+def test_a_full_disk_stops_with_a_clear_error_and_keeps_the_last_good_checkpoint(reference, small_disk):
+    out = small_disk / "out"
+    run = Run(out, "--max_steps", "20", "--save_steps", "5")
+    assert run.finish() == 1
+    output = run.output()
+    assert "error: No space left on the device of output_dir=" in output and "Traceback" not in output, output
+    assert f"{out / 'checkpoint-5'} is the last complete checkpoint" in output
+    assert sorted(p.name for p in out.glob("checkpoint-*")) == ["checkpoint-5"]
+    subprocess.run(["mount", "-o", "remount,size=64m", str(small_disk)], check=True)
+    again = Run(out, "--max_steps", "20", "--save_steps", "5")
+    assert again.finish() == 0, again.output()
+    assert f"resuming from {out / 'checkpoint-5'}" in again.output()
+    expected = reference["plain"] / "checkpoint-20" / "model.safetensors"  # constant learning rate: step 20 is step 20
+    assert max_difference(expected, out / "model.safetensors") <= 1e-6
