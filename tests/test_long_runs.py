@@ -201,3 +201,39 @@ def test_a_full_disk_stops_with_a_clear_error_and_keeps_the_last_good_checkpoint
     assert f"resuming from {out / 'checkpoint-5'}" in again.output()
     expected = reference["plain"] / "checkpoint-20" / "model.safetensors"  # constant learning rate: step 20 is step 20
     assert max_difference(expected, out / "model.safetensors") <= 1e-6
+
+
+def test_two_processes_stop_after_the_same_step_when_only_one_is_signalled(tmp_path):
+    """torchrun with 2 processes; SIGTERM reaches rank 1 only: both stop after the same step, the checkpoint holds
+    both ranks' state, and the same command resumes from it and finishes."""
+    argv = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "-m", "poly_epo_trl.train"]
+    argv += ["--config", RECIPE, *BASE, "--per_device_train_batch_size", "32", "--output_dir", str(tmp_path)]
+    launcher = subprocess.Popen(argv, cwd=ROOT, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(launcher.stdout), daemon=True)
+    reader.start()
+    deadline = time.monotonic() + 300
+    while sum(line.count("'loss':") for line in list(lines)) < 12:
+        assert launcher.poll() is None and time.monotonic() < deadline, "".join(lines)
+        time.sleep(0.01)
+    workers = subprocess.run(["pgrep", "-P", str(launcher.pid)], capture_output=True, text=True).stdout.split()
+    ranks = {}
+    for pid in workers:
+        environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        rank = next(int(v.split(b"=")[1]) for v in environ if v.startswith(b"RANK="))
+        ranks[rank] = int(pid)
+    os.kill(ranks[1], signal.SIGTERM)
+    launcher.wait(120)
+    reader.join(10)
+    output = "".join(lines)
+    stops = [line for line in output.splitlines() if "stopped by SIGTERM after step" in line]
+    assert len(stops) == 2, output
+    steps = {int(line.split("after step ")[1].split(":")[0]) for line in stops}
+    assert len(steps) == 1, stops
+    checkpoint = tmp_path / f"checkpoint-{steps.pop()}"
+    assert (checkpoint / "resume_state_rank0.pt").exists() and (checkpoint / "resume_state_rank1.pt").exists()
+    assert (checkpoint / "trainer_state.json").exists()
+    assert "resume_state" not in output  # no warning about a missing state file: nothing was cut short
+    again = subprocess.run(argv, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    assert f"resuming from {checkpoint}" in again.stdout and "resume_state" not in again.stdout + again.stderr

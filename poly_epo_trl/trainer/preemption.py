@@ -89,6 +89,9 @@ class PreemptionCallback(TrainerCallback):
 
     def on_save(self, args, state, control, **kwargs):
         if self.stopped_at_step is not None:
+            # no process exits before every process has written its part: a launcher (torchrun) that sees one
+            # process end terminates the others, which must not happen mid-save
+            self.trainer.accelerator.wait_for_everyone()
             self.saved = os.path.join(args.output_dir, f"checkpoint-{state.global_step}")
             if self._watchdog is not None:
                 self._watchdog.cancel()
