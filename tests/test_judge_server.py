@@ -162,6 +162,29 @@ def test_restart_mid_run_judged_again_within_seconds():
     assert stats["connect_errors"] >= 1
 
 
+def test_an_outage_longer_than_the_retry_budget_is_waited_out_when_the_trainer_asks():
+    """With max_outage_seconds (the trainer's judge_max_outage_seconds; the held-out evaluation shares the judge), a
+    server down 4 s against a 0.5 s retry budget: every group waits and is judged once it is back, none falls back."""
+    port = free_port()
+    server = ServerProcess(port=port, slots=2, latency=0.01, model=MODEL).start()
+    judge = OpenAICompatibleJudge(f"http://127.0.0.1:{port}/v1", MODEL, retry=RetryPolicy(budget=0.5))
+    judge.max_outage_seconds = 60
+    try:
+        assert all(r.fallback is None for r in judge.judge_groups(groups(4, tag="before-")))
+        server.kill()
+        threading.Timer(4.0, server.start).start()
+        start = time.monotonic()
+        results = judge.judge_groups(groups(12, tag="during-"))
+        elapsed = time.monotonic() - start
+    finally:
+        time.sleep(0.1)
+        server.kill()
+    assert all(r.fallback is None and r.labels is not None for r in results)
+    assert 4.0 <= elapsed < 15, elapsed
+    stats = judge.pop_stats()
+    assert stats["outages"] == 1 and stats["outage_waits"] >= 1 and judge.outage_since is None
+
+
 def test_a_long_outage_falls_back_counted_and_warned(caplog):
     port = free_port()
     policy = RetryPolicy(budget=1.5, base_delay=0.05, max_delay=0.2)

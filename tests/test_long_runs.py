@@ -237,3 +237,42 @@ def test_two_processes_stop_after_the_same_step_when_only_one_is_signalled(tmp_p
     again = subprocess.run(argv, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
     assert f"resuming from {checkpoint}" in again.stdout and "resume_state" not in again.stdout + again.stderr
+
+
+def test_sigterm_while_the_judge_is_down_drops_the_step_and_resumes_exactly(tmp_path):
+    """A judge server process is killed after step 12; while the step waits for it, SIGTERM: the run saves the last
+    completed step at once (no 25 s watchdog), exits 143; the server comes back and the same command ends with the
+    weights of an uninterrupted run against the same server."""
+    from judge_server import ServerProcess
+
+    with ServerProcess(slots=4, latency=0.0, model="judge") as server:
+        judge = ["--judge", "openai", "--judge_base_url", server.base_url, "--judge_model", "judge"]
+        judge += ["--judge_retry_budget", "0.5", "--max_steps", "20"]
+        reference = tmp_path / "reference"
+        run = Run(reference, *judge)
+        assert run.finish() == 0, run.output()
+        out = tmp_path / "out"
+        run = Run(out, *judge)
+        run.wait_for_step(12)
+        server.kill()
+        deadline = time.monotonic() + 60
+        while "is down: no answer for" not in run.output():
+            assert run.process.poll() is None and time.monotonic() < deadline, run.output()
+            time.sleep(0.05)
+        sent = time.monotonic()
+        run.process.send_signal(signal.SIGTERM)
+        code = run.finish()
+        seconds = time.monotonic() - sent
+        output = run.output()
+        assert code == 128 + signal.SIGTERM, output
+        assert "(the step in progress, still waiting for its judge, was dropped)" in output, output
+        stopped = int(output.split("stopped by SIGTERM after step ")[1].split(" ")[0])
+        assert stopped >= 12 and (out / f"checkpoint-{stopped}" / "trainer_state.json").exists()
+        assert seconds < 10, seconds
+        print(f"SIGTERM during the outage: checkpoint-{stopped}, exited {seconds:.2f} s after the signal")
+        server.start()
+        again = Run(out, *judge)
+        assert again.finish() == 0, again.output()
+        assert f"resuming from {out / f'checkpoint-{stopped}'}" in again.output()
+        assert "fell back" not in output + again.output()
+    assert max_difference(reference / "model.safetensors", out / "model.safetensors") <= 1e-6

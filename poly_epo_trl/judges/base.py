@@ -140,6 +140,7 @@ class ClusteringJudge:
         self._fallback_warning = RateLimitedWarning(FALLBACK_WARNING_SECONDS)
         self._outage_warning = RateLimitedWarning(OUTAGE_LOG_SECONDS)
         self.outage_since: float | None = None  # time.monotonic() when the service stopped answering
+        self._outage_began = ""  # the same moment on the clock, for the log
 
     async def acluster(self, prompt: str, completions: list[str]) -> list[int]:
         raise NotImplementedError
@@ -190,6 +191,7 @@ class ClusteringJudge:
         now = time.monotonic()
         if self.outage_since is None:
             self.outage_since = now
+            self._outage_began = time.strftime("%H:%M:%S %Z")
             self.stats["outages"] += 1
         down = now - self.outage_since
         self.stats["outage_waits"] += 1
@@ -200,11 +202,12 @@ class ClusteringJudge:
             ) from error
         self._outage_warning(
             lambda suppressed: logger.warning(
-                "%s is down: no answer for %s (last failure: %s). Training waits before this step's update and "
-                "goes on when it answers; nothing falls back meanwhile. Start or fix the judge server (or its "
-                "network); the run saves a checkpoint and stops after judge_max_outage_seconds=%g (%s left).",
+                "%s is down: no answer for %s, since %s (last failure: %s). Training waits before this step's "
+                "update and goes on when it answers; nothing falls back meanwhile. Start or fix the judge server (or "
+                "its network); the run saves a checkpoint and stops after judge_max_outage_seconds=%g (%s left).",
                 self.where(),
                 _duration(down),
+                self._outage_began,
                 error,
                 self.max_outage_seconds,
                 _duration(self.max_outage_seconds - down),

@@ -38,7 +38,7 @@ from ..files import is_disk_full
 from ..judges import ClusteringJudge, JudgeFailing, resolve_judge, step_metrics
 from ..text import message_text, prompt_text
 from .config import DEFAULT_JUDGE, PolyEPOConfig, load_objective
-from .preemption import preemption_guard
+from .preemption import StepAbandoned, preemption_guard
 from .resume import (
     CheckpointFailed,
     EpochSampler,
@@ -52,6 +52,8 @@ from .resume import (
 from .vllm_engine import vllm_seams
 
 logger = logging.getLogger(__name__)
+ABANDONED = "StepAbandoned"
+VERDICT_POLL_SECONDS = 0.5  # how often a step waiting for its verdicts checks for a preemption signal
 # TRL 1.16 reads `model.is_gradient_checkpointing` every step, which transformers 5.23 deprecates: the user cannot act
 # on that warning (it is not about their settings), so it is silenced; a recipe using `gradient_checkpointing` warns.
 warnings.filterwarnings("ignore", message=r"`is_gradient_checkpointing` is deprecated", category=FutureWarning)
@@ -123,12 +125,18 @@ class FiniteRewardsGRPOTrainer(GRPOTrainer):
         self.add_callback(last_step)
         try:
             with preemption_guard(self, getattr(self.args, "preemption_grace_seconds", 0.0)) as guard:
-                output = super().train(*args, **kwargs)
+                self._preemption = guard
+                try:
+                    output = super().train(*args, **kwargs)
+                except StepAbandoned:
+                    guard.stopped_at_step, guard.saved = self.state.global_step, self._save_last_step(last_step)
+                    raise guard.outcome(abandoned=True) from None
         except JudgeFailing as error:
             saved = self._save_last_step(last_step)
             where = f"Saved {saved} (the last completed step): run the same command to resume." if saved else ""
             raise JudgeFailing(f"{error} {where}".strip()) from error
         finally:
+            self._preemption = None
             self.remove_callback(last_step)
         if guard is not None and guard.stopped_at_step is not None and self.state.global_step < self.state.max_steps:
             raise guard.outcome()
@@ -149,6 +157,7 @@ class FiniteRewardsGRPOTrainer(GRPOTrainer):
             return None
         restore_rng(last_step.rng)
         self._save_checkpoint(self.model, trial=None)
+        self.accelerator.wait_for_everyone()  # no process exits (and has its launcher stop the others) mid-save
         return folder
 
     def _get_train_sampler(self, dataset=None):
@@ -268,13 +277,17 @@ class _JudgedGroupsTrainer(FiniteRewardsGRPOTrainer):
         waiting = time.perf_counter()
         local_error = None
         try:
-            verdicts, failure = pending.future.result(), None
+            verdicts, failure = self._await_verdicts(pending.future), None
+        except StepAbandoned as error:
+            verdicts, failure = [], f"{ABANDONED}: {error}"
         except Exception as error:
             verdicts, failure, local_error = [], f"{type(error).__name__}: {error}", error
             logger.error("The judge failed on process %d", self.accelerator.process_index, exc_info=error)
         pending.waited = time.perf_counter() - waiting
         judged = gather_object([(self.accelerator.process_index, failure, pending.owned, verdicts)])
         failures = [(rank, cause) for rank, cause, _, _ in judged if cause]
+        if any(cause.startswith(ABANDONED) for _, cause in failures):
+            raise StepAbandoned(next(cause for _, cause in failures if cause.startswith(ABANDONED)))
         if failures:
             rank, cause = failures[0]
             raise JudgeFailing(f"{self.judge.where()} failed on process {rank}: {cause}") from local_error
@@ -288,6 +301,17 @@ class _JudgedGroupsTrainer(FiniteRewardsGRPOTrainer):
         if any(row is None for row in rows):
             raise RuntimeError("Some groups were not judged by any process; the batch layout is not the expected one.")
         return torch.tensor(rows, dtype=torch.long, device=self.accelerator.device), fallbacks
+
+    def _await_verdicts(self, future: concurrent.futures.Future) -> list:
+        """The judge's verdicts; ``StepAbandoned`` (the judging cancelled) when a preemption signal came while the
+        judge is down or slow (``PreemptionCallback.should_abandon``)."""
+        while not concurrent.futures.wait([future], timeout=VERDICT_POLL_SECONDS).done:
+            guard = getattr(self, "_preemption", None)
+            if guard is not None and guard.should_abandon(self.judge.outage_since is not None):
+                future.cancel()
+                down = "is down" if self.judge.outage_since is not None else "has not answered yet"
+                raise StepAbandoned(f"{self.judge.where()} {down}")
+        return future.result()
 
     def _log_judge_stats(self, mode: str, wait_seconds: float) -> None:
         """Sum the judge's counters over processes, log ``judge/*`` (fallback_frac, invalid_answers, retries,

@@ -3,7 +3,9 @@ since the last one.
 
 While ``train()`` runs, the first signal only records itself. At the end of the step in progress every process
 agrees (a max over processes), so all stop after the same step; transformers then saves a checkpoint there and
-``train()`` raises ``Preempted``. A watchdog bounds the whole: past ``grace_seconds`` the process exits without the
+``train()`` raises ``Preempted``. A step still waiting for its judge verdicts while the judge is down, or half the
+grace period after the signal, is abandoned instead (``StepAbandoned``): nothing of it was applied, and the trainer
+saves the last completed step. A watchdog bounds the whole: past ``grace_seconds`` the process exits without the
 step (the last complete checkpoint is what a restart resumes from). A second signal exits at once.
 """
 
@@ -30,6 +32,10 @@ class Preempted(Exception):
     def __init__(self, message: str, signum: int) -> None:
         super().__init__(message)
         self.exit_code = 128 + signum
+
+
+class StepAbandoned(Exception):
+    """A signal came while the step waited for a judge that is down or slow: the step is dropped before its update."""
 
 
 class PreemptionCallback(TrainerCallback):
@@ -70,6 +76,13 @@ class PreemptionCallback(TrainerCallback):
         )
         os._exit(128 + signum)
 
+    def should_abandon(self, judge_down: bool) -> bool:
+        """Whether a step waiting for its judge should be dropped: a signal came, and the judge is down or half the
+        grace period has gone."""
+        if self.signum is None:
+            return False
+        return judge_down or time.monotonic() - self.received_at > self.grace_seconds / 2
+
     def requested(self) -> bool:
         """Whether any process received a signal (a collective when there are several processes)."""
         flag = torch.tensor([0 if self.signum is None else self.signum], device=self.trainer.accelerator.device)
@@ -97,11 +110,13 @@ class PreemptionCallback(TrainerCallback):
                 self._watchdog.cancel()
         return control
 
-    def outcome(self) -> Preempted:
+    def outcome(self, abandoned: bool = False) -> Preempted:
         name = signal.Signals(self.signum).name
         seconds = time.monotonic() - self.received_at
+        dropped = " (the step in progress, still waiting for its judge, was dropped)" if abandoned else ""
+        saved = f"saved {self.saved}" if self.saved else "no step completed, nothing to save"
         return Preempted(
-            f"stopped by {name} after step {self.stopped_at_step}: saved {self.saved} {seconds:.1f} s after the "
+            f"stopped by {name} after step {self.stopped_at_step}{dropped}: {saved} {seconds:.1f} s after the "
             "signal. Run the same command to resume from it.",
             self.signum,
         )
