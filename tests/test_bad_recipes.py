@@ -60,6 +60,8 @@ RECIPES = [
     ("judge_template_missing", RECIPE + "judge_template: physics\n", "judge_template"),
     ("judge_timeout_zero", RECIPE + "judge_timeout: 0\n", "judge_timeout"),
     ("judge_fraction_above_one", RECIPE + "judge_max_fallback_frac: 2\n", "judge_max_fallback_frac"),
+    ("judge_outage_negative", RECIPE + "judge_max_outage_seconds: -1\n", "judge_max_outage_seconds"),
+    ("preemption_grace_negative", RECIPE + "preemption_grace_seconds: -5\n", "preemption_grace_seconds"),
     ("judge_credentials", RECIPE + "judge_base_url: http://me:pw@h/v1\n", "carries credentials"),
     ("judge_parts_of_one", RECIPE + "judge_max_responses_per_request: 1\n", "judge_max_responses_per_request=1"),
     ("judge_chars_zero", RECIPE + "judge_max_response_chars: 0\n", "judge_max_response_chars=0"),
