@@ -2,10 +2,10 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-TASK ?= sum_pair
+TASK ?= prime_pair
 RUN := OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false WANDB_MODE=disabled
 
-.PHONY: install sandbox-tools llama-server lint format test demo bench install-vllm test-vllm vllm-demo bench-vllm
+.PHONY: install sandbox-tools llama-server lint format test demo wheel-demo bench install-vllm test-vllm vllm-demo bench-vllm
 
 # vLLM's CPU build in a second environment: vLLM 0.30 needs numpy < 2.4 (through mistral-common), the main set pins
 # 2.4.6. .ci/constraints-vllm.txt is that environment's exact, tested set.
@@ -95,6 +95,21 @@ bench-vllm: install-vllm
 
 demo: install
 	$(RUN) $(PY) -m poly_epo_trl.demo --task $(TASK) --out outputs/demo/$(TASK)
+
+# The wheel as a user gets it: built, installed into a clean virtual environment, and running the demo's smallest
+# setting from outside the source tree (so the templates and warm start must come from the wheel).
+WHEEL_VENV := build/wheel-venv
+wheel-demo: install
+	rm -rf dist $(WHEEL_VENV) build/wheel-demo
+	$(PY) -m pip wheel -q --no-deps -w dist .
+	python3 -m venv $(WHEEL_VENV)
+	$(WHEEL_VENV)/bin/python -m pip install -q torch==2.13.0 -c .ci/constraints.txt
+	$(WHEEL_VENV)/bin/python -m pip install -q dist/poly_epo_trl-*.whl -c .ci/constraints.txt
+	cd /tmp && $(RUN) $(abspath $(WHEEL_VENV))/bin/python -c \
+		"import poly_epo_trl, sys; sys.exit('imported from the source tree' if '/site-packages/' not in poly_epo_trl.__file__ else 0)"
+	cd /tmp && $(RUN) $(abspath $(WHEEL_VENV))/bin/poly-epo demo --steps 3 --curve-every 2 --eval-samples 4 \
+		--curve-samples 2 --out $(abspath build/wheel-demo)
+	test -s build/wheel-demo/demo.png && test -s build/wheel-demo/results.json
 
 bench: install
 	$(RUN) $(PY) benchmarks/advantages.py

@@ -36,9 +36,11 @@ def parse_recipe(
                 check_field_types(obj)
     except yaml.YAMLError as error:
         where = getattr(error, "problem_mark", None)
+        name = getattr(where, "name", None)
+        source = f" {name}" if name and not name.startswith("<") else ""
         at = f" (line {where.line + 1}, column {where.column + 1})" if where is not None else ""
         problem = getattr(error, "problem", None) or error
-        raise RecipeError(f"The recipe is not valid YAML{at}: {problem}.") from None
+        raise RecipeError(f"The recipe{source} is not valid YAML{at}: {problem}.") from None
     except OSError as error:
         raise RecipeError(f"Cannot read the recipe: {error}.") from None
     except (ValueError, TypeError) as error:

@@ -97,6 +97,11 @@ class ScriptArguments(DatasetArguments):
         super().__post_init__()
         if not self.reward_funcs:
             raise RecipeError("reward_funcs is empty: name at least one reward, e.g. [math].")
+        if self.max_train_samples is not None and self.max_train_samples < 1:
+            raise RecipeError(
+                f"max_train_samples={self.max_train_samples} keeps no training rows: a positive count, or null for "
+                "every row."
+            )
         if self.max_prompt_tokens is not None and self.max_prompt_tokens < 1:
             raise RecipeError(
                 f"max_prompt_tokens={self.max_prompt_tokens}: a positive token count, or null for no limit."
@@ -179,7 +184,10 @@ def build(script_args: ScriptArguments, training_args: PolyEPOConfig, model_args
         if len(dataset) == 0:
             raise RecipeError(f"Every prompt is longer than max_prompt_tokens={script_args.max_prompt_tokens}.")
     if len(dataset) == 0:
-        raise RecipeError("The dataset is empty after formatting.")
+        raise RecipeError(
+            f"dataset_name={script_args.dataset_name!r} has no rows in split {script_args.dataset_train_split!r} "
+            "(dataset_train_split)."
+        )
     judge = None
     if script_args.trainer != "grpo" and training_args.judge is None:
         raise RecipeError(f"trainer={script_args.trainer!r} needs a judge: set judge (e.g. 'answer', 'embedding').")

@@ -20,7 +20,7 @@ def replaced(old: str, new: str) -> str:
 
 # (case id, recipe text or extra arguments, a word the message must contain)
 RECIPES = [
-    ("yaml_syntax", RECIPE + "set_size: [4\n", "not valid YAML (line"),
+    ("yaml_syntax", RECIPE + "set_size: [4\n", "recipe.yaml is not valid YAML (line"),  # which file, where
     ("yaml_tab", RECIPE + "\tset_size: 4\n", "not valid YAML"),
     ("unknown_key", RECIPE + "set_sise: 3\n", "did you mean 'set_size'"),
     ("set_size_float", replaced("set_size: 4", "set_size: 2.5"), "set_size=2.5"),
@@ -60,6 +60,7 @@ RECIPES = [
     ("judge_template_missing", RECIPE + "judge_template: physics\n", "judge_template"),
     ("judge_timeout_zero", RECIPE + "judge_timeout: 0\n", "judge_timeout"),
     ("judge_fraction_above_one", RECIPE + "judge_max_fallback_frac: 2\n", "judge_max_fallback_frac"),
+    ("max_train_samples_zero", RECIPE + "max_train_samples: 0\n", "max_train_samples=0 keeps no training rows"),
     ("judge_outage_negative", RECIPE + "judge_max_outage_seconds: -1\n", "judge_max_outage_seconds"),
     ("preemption_grace_negative", RECIPE + "preemption_grace_seconds: -5\n", "preemption_grace_seconds"),
     ("judge_credentials", RECIPE + "judge_base_url: http://me:pw@h/v1\n", "carries credentials"),

@@ -23,6 +23,12 @@ def test_fast_demo_produces_table_json_and_plot(tmp_path, capsys):
     printed = capsys.readouterr().out
     for label in ("GRPO (Dr.GRPO)", "GRPO+DIV", "Poly-EPO", "warm start", "distinct correct"):
         assert label in printed
+    assert printed.startswith("training") and "prime_pair: 15 held-out prompts" in printed  # the default task
+    assert "(1 seed, no interval over seeds)" in printed and "[" not in printed.split("prime_pair:")[1].split("\n")[2]
+    last = printed.strip().splitlines()[-3:]  # the console ends with the numbers that matter and the figure
+    assert last[0].startswith("pass@4 (problems solved within 4 tries): warm start ")
+    assert last[1].startswith("Poly-EPO / GRPO distinct correct strategies:")
+    assert last[2].startswith(f"figure: {out / 'demo.png'}")
     saved = json.loads((out / "results.json").read_text())
     assert saved["summary"].keys() == {"warm start", "GRPO (Dr.GRPO)", "GRPO+DIV", "Poly-EPO"}
     for method, by_seed in saved["runs"].items():

@@ -1,8 +1,8 @@
 """The CPU demo: GRPO, GRPO+DIV and Poly-EPO from a task's warm start, the same recipe but the ``trainer`` line.
 
-    python -m poly_epo_trl.demo                      # defaults: the toy sum task, 1 seed, the three methods
-    python -m poly_epo_trl.demo --seeds 0 1 2 3 4 --steps 300
-    python -m poly_epo_trl.demo --task prime_pair    # hard prompts: GRPO loses problems at large k
+    python -m poly_epo_trl.demo                      # defaults: the prime-pair task, 1 seed, the three methods
+    python -m poly_epo_trl.demo --seeds 0 1 2 3 4
+    python -m poly_epo_trl.demo --task sum_pair      # the toy sum task: every method solves every sum
 
 Each run is a recipe given to ``poly_epo_trl.train``; evaluations, table and figure are ``evaluation``'s. Writes
 results.json and demo.png (distinct correct strategies over training, pass@k against k) to --out.
@@ -27,7 +27,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from .. import train
 from ..constants import BUILTIN_PREFIX
 from ..evaluation.plots import training_figure
-from ..evaluation.report import across_seeds, format_table, summarize
+from ..evaluation.report import across_seeds, format_table, seeds_interval, summarize
 from ..evaluation.runner import policy_metrics
 from ..models import resolve_model
 from ..tasks import TASKS
@@ -40,7 +40,7 @@ COLORS = {"GRPO (Dr.GRPO)": "tab:red", "GRPO+DIV": "tab:orange", "Poly-EPO": "ta
 
 @dataclass
 class DemoSettings:
-    task: str = "sum_pair"
+    task: str = "prime_pair"  # where GRPO loses problems at large k and Poly-EPO keeps them
     steps: int = 200
     learning_rate: float = 6e-4
     prompts_per_step: int = 8
@@ -122,18 +122,31 @@ def run_demo(s: DemoSettings, out: Path) -> dict[str, Any]:
         LABELS[m]: [[(p["step"], p[CURVE[2]]) for p in run["curve"]] for run in by_seed.values()]
         for m, by_seed in runs.items()
     }
-    band = f"95% interval over {len(s.seeds)} seeds"
+    band = seeds_interval(len(s.seeds))
     training_figure(curves, "distinct correct strategies", summary, band, COLORS).savefig(out / "demo.png", dpi=110)
     problems = summary[LABELS["warm"]]["num_problems"]
-    print(f"\n{s.task}: {problems} held-out prompts, {s.eval_samples} samples each; seeds {s.seeds} (mean [{band}])")
+    what = f"mean [{band}]" if len(s.seeds) > 1 else band
+    print(f"\n{s.task}: {problems} held-out prompts, {s.eval_samples} samples each; seeds {s.seeds} ({what})")
     print(format_table(summary, first=""))
+    print()
+    for line in headline(summary, report):
+        print(line)
+    print(f"figure: {out / 'demo.png'}   numbers: {out / 'results.json'}   ({report['seconds']:.0f} s)")
+    return report
+
+
+def headline(summary: dict[str, Any], report: dict[str, Any]) -> list[str]:
+    """The numbers that matter: pass@k at the largest k for the warm start and each method, and Poly-EPO against
+    GRPO in distinct correct strategies and pass@1."""
+    n = summary[LABELS["warm"]]["num_samples"]
+    at_n = ", ".join(f"{label} {stats['pass_at_k']['mean'][-1]:.3f}" for label, stats in summary.items())
+    lines = [f"pass@{n} (problems solved within {n} tries): {at_n}"]
     if "distinct_ratio_poly_epo_vs_grpo" in report:
-        print(
-            f"\nPoly-EPO / GRPO distinct correct strategies: {report['distinct_ratio_poly_epo_vs_grpo']:.2f}x; "
+        lines.append(
+            f"Poly-EPO / GRPO distinct correct strategies: {report['distinct_ratio_poly_epo_vs_grpo']:.2f}x; "
             f"pass@1 difference {report['pass_at_1_gap_points']:+.1f} points"
         )
-    print(f"wrote {out / 'results.json'} and {out / 'demo.png'} in {report['seconds']:.0f}s")
-    return report
+    return lines
 
 
 def parse_args(argv: list[str] | None = None) -> tuple[DemoSettings, Path]:

@@ -18,12 +18,15 @@ def draw_training(
     history) as thin lines and their mean as a thick one."""
     for i, (name, curves) in enumerate(runs.items()):
         color = (colors or {}).get(name, f"C{i}")
+        if len(curves) == 1:  # one seed: its curve is the mean
+            ax.plot(*zip(*curves[0], strict=True), color=color, linewidth=2.2, label=f"{name} (1 seed)")
+            continue
         for curve in curves:
             ax.plot(*zip(*curve, strict=True), color=color, alpha=0.35, linewidth=1)
         points = [dict(curve) for curve in curves]
         steps = sorted(set.intersection(*(set(p) for p in points)))
         mean = [sum(p[step] for p in points) / len(points) for step in steps]
-        ax.plot(steps, mean, color=color, linewidth=2.2, label=f"{name} ({len(curves)} seeds)")
+        ax.plot(steps, mean, color=color, linewidth=2.2, label=f"{name} (mean of {len(curves)} seeds, thin: each)")
     ax.set_xlabel("training step")
     ax.set_ylabel(ylabel)
     ax.set_title(f"{ylabel} on held-out problems", fontsize=9)
@@ -44,7 +47,7 @@ def _curve(
     ax.set_xticks(ks, [str(k) for k in ks])
     ax.set_xlabel("k (samples per problem)")
     ax.set_ylabel(label)
-    ax.set_title(f"{label} (band: {band})", fontsize=9)
+    ax.set_title(f"{label} ({band})", fontsize=9)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
 
