@@ -4,12 +4,13 @@
 
 It prints ``ready <port>`` once listening. Like ``vllm serve`` or ``llama-server --parallel 1`` it runs at most
 ``--slots`` requests at once and queues the rest (the client cannot see the queue), streams replies as server-sent
-events, and aborts a request whose client disconnects, queued or generating. It answers the judge's prompt
-(``### Answer k`` sections) with a clustering: answers sharing their ``\\boxed{...}`` (else their first line) share a
-cluster, and an answer containing ``DEGENERATE`` gets 100. Knobs inject what real servers do: latency, invalid
-answers (``--invalid-frac``, or always for prompts containing ``--invalid-marker``), ids as numeric strings, 400 for
-prompts containing ``--reject-marker``, transport failures (``--fail-frac``: reset, 500, 503, 429, hang), no support
-for structured output (``--no-structured``: 400 when asked), an API key, a path prefix and a model id.
+events, and aborts a request whose client disconnects, queued or generating. It answers the judge's prompt (its
+delimited answer blocks, read back with ``prompts.response_blocks``) with a clustering: answers sharing their
+``\\boxed{...}`` (else their first line) share a cluster, and an answer containing ``DEGENERATE`` gets 100. Knobs
+inject what real servers do: latency, invalid answers (``--invalid-frac``, or always for prompts containing
+``--invalid-marker``), ids as numeric strings, 400 for prompts containing ``--reject-marker``, transport failures
+(``--fail-frac``: reset, 500, 503, 429, hang), no support for structured output (``--no-structured``: 400 when asked),
+an API key, a path prefix and a model id.
 ``GET /stats`` returns the server's counters (received, completed, aborted, ...) as JSON.
 """
 
@@ -26,7 +27,8 @@ import time
 import urllib.request
 from collections import Counter
 
-ANSWER = re.compile(r"^### Answer (\d+)\n(.*?)(?=^### Answer \d+\n|\Z)", re.DOTALL | re.MULTILINE)
+from poly_epo_trl.judges.prompts import response_blocks
+
 BOXED = re.compile(r"\\boxed\{([^{}]*)\}")
 KNOWN = re.compile(r"^- cluster_id (\d+): ends with (.*)$", re.MULTILINE)
 FOLLOWING = re.compile(r"Number strategies that are not in this list from (\d+) on")
@@ -35,15 +37,14 @@ FAILURES = ("reset", "500", "503", "429", "hang")
 
 
 def cluster_answer(prompt: str, string_ids: bool = False) -> dict:
-    """The clustering of the ``### Answer k`` sections of ``prompt``: same boxed answer (else first line), same id.
+    """The clustering of the answer blocks of ``prompt``: same boxed answer (else first line), same id.
     The strategy names the key ("ends with K"); for a later part of a split group, the strategies the prompt lists
     keep their ids and new ones are numbered from the id it gives."""
     known = dict((key, int(cluster)) for cluster, key in KNOWN.findall(prompt))
     following = FOLLOWING.search(prompt)
     ids: dict[str, int] = {}
     answer = {}
-    responses = prompt.split("\n\nReply with", 1)[0]  # the built-in templates' instructions follow the answers
-    for number, text in ANSWER.findall(responses):
+    for number, text in enumerate(response_blocks(prompt), 1):
         text = text.strip()
         if "DEGENERATE" in text:
             cluster, key = 100, "degenerate"
@@ -52,7 +53,7 @@ def cluster_answer(prompt: str, string_ids: bool = False) -> dict:
             key = boxed[-1] if boxed else text.split("\n", 1)[0]
             start = int(following.group(1)) if following else 1
             cluster = known.get(key) or ids.setdefault(key, start + len(ids))
-        answer[number] = {"strategy": f"ends with {key}", "cluster_id": str(cluster) if string_ids else cluster}
+        answer[str(number)] = {"strategy": f"ends with {key}", "cluster_id": str(cluster) if string_ids else cluster}
     return answer
 
 

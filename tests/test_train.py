@@ -4,7 +4,6 @@ import importlib.util
 import json
 import logging
 import os
-import re
 import subprocess
 import sys
 import threading
@@ -16,6 +15,7 @@ import torch
 import yaml
 
 from poly_epo_trl.demo.run import DemoSettings
+from poly_epo_trl.judges.prompts import response_blocks
 from poly_epo_trl.train import cpu_slowdowns, main, parse
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -27,7 +27,7 @@ class FakeJudgeServer(BaseHTTPRequestHandler):
 
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        count = len(re.findall(r"### Answer \d+", body["messages"][0]["content"]))
+        count = len(response_blocks(body["messages"][0]["content"]))
         reply = json.dumps({str(i): {"strategy": "s", "cluster_id": i} for i in range(1, count + 1)})
         self.reply({"choices": [{"message": {"content": reply}}]})
 

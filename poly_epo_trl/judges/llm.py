@@ -8,6 +8,7 @@ OpenAI-compatible server (``openai_server``), Claude (``claude``), a local trans
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import random
@@ -168,7 +169,9 @@ class LMJudge(ClusteringJudge):
                 if known:
                     content += known_strategies(known, self.degenerate_cluster_id)
                 part_ids, strategies = await self._judge(content, answers)
-                described = [s or f"like this answer: {_gist(a)}" for s, a in zip(strategies, answers, strict=True)]
+                described = [  # a response's words outside its block: one JSON string, its quotes escaped
+                    s or f"like this answer: {json.dumps(_gist(a))}" for s, a in zip(strategies, answers, strict=True)
+                ]
                 ids += merge_part(known, part_ids, described, self.degenerate_cluster_id)
                 self.stats["split_requests"] += 1
         if self.cache is not None:
