@@ -68,6 +68,8 @@ def test_demo_numbers_are_what_poly_epo_eval_reports(tmp_path):
             "poly_epo",
             "--seeds",
             "3",
+            "--task",
+            "sum_pair",  # the task of recipes/tiny/eval/config_demo.yaml (the demo's default is prime_pair)
         ]
     )
     model = out / "runs" / "poly_epo-seed3"
