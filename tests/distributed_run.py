@@ -70,10 +70,14 @@ def main(model_dir: str, out: str, rows_per_rank: int, num_generations: int, set
     except JudgeFailing as error:
         with open(os.path.join(out, f"rank{rank}.err"), "w") as handle:
             handle.write(str(error))
-        # leave the process group before exiting: a group left to interpreter teardown after the peer stopped can
-        # abort the process ("terminate called without an active exception", seen once in CI)
+        # Both ranks stopped with the error. Leave the group together, then exit without interpreter teardown: a
+        # group left to teardown after the peer stopped aborted rank 0 once in CI ("terminate called without an
+        # active exception"), and rank 0 hung once after leaving it alone while rank 1 had already exited.
+        torch.distributed.barrier()
         torch.distributed.destroy_process_group()
-        return
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
     batch = trainer.last_set_batch
     torch.save(
         {
