@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -86,7 +87,8 @@ def main() -> None:
             code = process.wait()
             seconds = time.monotonic() - sent
             text = "".join(lines)
-            stopped = int(text.split("after step ")[1].split(":")[0]) if "stopped by SIGTERM" in text else None
+            found = re.search(r"stopped by SIGTERM after step (\d+)", text)
+            stopped = int(found.group(1)) if found else None
             process, _, _ = start(out, extra)
             process.wait()
             print(

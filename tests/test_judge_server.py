@@ -364,25 +364,29 @@ class StopServerAfter(TrainerCallback):
         return control
 
 
+def outage_trainer(model_dir, tmp_path, server, **overrides) -> PolyEPOTrainer:
+    """A Poly-EPO trainer judged by ``server`` with a 0.3 s retry budget (an outage outlasts it)."""
+    args = training_config(
+        tmp_path,
+        judge="openai",
+        judge_base_url=server.base_url,
+        judge_model=MODEL,
+        judge_retry_budget=0.3,
+        **overrides,
+    )
+    return PolyEPOTrainer(
+        model=str(model_dir),
+        reward_funcs=lambda completions, **kw: [float(len(c) % 2) for c in completions],
+        args=args,
+        train_dataset=toy_dataset(),
+    )
+
+
 def test_a_judge_outage_is_waited_out_and_nothing_falls_back(model_dir, tmp_path, caplog):
     """The server is killed after step 1 and comes back 4 s later, far past the 0.3 s retry budget: step 2 waits
     for it (logging why), then training goes on; no group of any step fell back."""
     with ServerProcess(slots=2, latency=0.01, model=MODEL) as server:
-        args = training_config(
-            tmp_path,
-            max_steps=3,
-            judge="openai",
-            judge_base_url=server.base_url,
-            judge_model=MODEL,
-            judge_retry_budget=0.3,
-            judge_max_outage_seconds=120,
-        )
-        trainer = PolyEPOTrainer(
-            model=str(model_dir),
-            reward_funcs=lambda completions, **kw: [float(len(c) % 2) for c in completions],
-            args=args,
-            train_dataset=toy_dataset(),
-        )
+        trainer = outage_trainer(model_dir, tmp_path, server, max_steps=3, judge_max_outage_seconds=120)
         outage = StopServerAfter(server, step=1, down=4.0)
         trainer.add_callback(outage)
         with caplog.at_level(logging.WARNING, logger="poly_epo_trl.judges.base"):
@@ -400,21 +404,7 @@ def test_an_outage_past_the_limit_saves_the_last_step_and_stops(model_dir, tmp_p
     """The server never comes back: after judge_max_outage_seconds the run stops with the cause, and a checkpoint
     of step 2 (the last completed step) is there to resume from."""
     with ServerProcess(slots=2, latency=0.01, model=MODEL) as server:
-        args = training_config(
-            tmp_path,
-            max_steps=5,
-            judge="openai",
-            judge_base_url=server.base_url,
-            judge_model=MODEL,
-            judge_retry_budget=0.3,
-            judge_max_outage_seconds=2,
-        )
-        trainer = PolyEPOTrainer(
-            model=str(model_dir),
-            reward_funcs=lambda completions, **kw: [float(len(c) % 2) for c in completions],
-            args=args,
-            train_dataset=toy_dataset(),
-        )
+        trainer = outage_trainer(model_dir, tmp_path, server, max_steps=5, judge_max_outage_seconds=2)
         trainer.add_callback(StopServerAfter(server, step=2, down=None))
         start = time.monotonic()
         with pytest.raises(JudgeFailing) as error:

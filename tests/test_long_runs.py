@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -69,6 +70,18 @@ class Run:
     def output(self) -> str:
         return "".join(self.lines)
 
+    def sigterm(self) -> tuple[int, float, str]:
+        """Send SIGTERM and wait: the exit code, the seconds from the signal to the exit, the whole output."""
+        sent = time.monotonic()
+        self.process.send_signal(signal.SIGTERM)
+        code = self.finish()
+        return code, time.monotonic() - sent, self.output()
+
+
+def stopped_step(output: str) -> int:
+    """The step a run stopped by SIGTERM says it saved."""
+    return int(re.search(r"stopped by SIGTERM after step (\d+)", output).group(1))
+
 
 def max_difference(a: Path, b: Path) -> float:
     left, right = load_file(a), load_file(b)
@@ -106,14 +119,10 @@ def test_sigterm_between_checkpoints_saves_every_step_done_and_resumes_exactly(r
     run = Run(tmp_path)
     run.wait_for_step(15)
     seen = run.steps
-    sent = time.monotonic()
-    run.process.send_signal(signal.SIGTERM)
-    code = run.finish()
-    seconds = time.monotonic() - sent
-    output = run.output()
+    code, seconds, output = run.sigterm()
     assert code == 128 + signal.SIGTERM, output
     assert "stopped by SIGTERM after step" in output and "Traceback" not in output
-    stopped = int(output.split("stopped by SIGTERM after step ")[1].split(":")[0])
+    stopped = stopped_step(output)
     assert stopped >= seen  # every step done before the signal is kept
     assert (tmp_path / f"checkpoint-{stopped}" / "trainer_state.json").exists()
     assert seconds < 25, seconds
@@ -228,7 +237,7 @@ def test_two_processes_stop_after_the_same_step_when_only_one_is_signalled(tmp_p
     output = "".join(lines)
     stops = [line for line in output.splitlines() if "stopped by SIGTERM after step" in line]
     assert len(stops) == 2, output
-    steps = {int(line.split("after step ")[1].split(":")[0]) for line in stops}
+    steps = {stopped_step(line) for line in stops}
     assert len(steps) == 1, stops
     checkpoint = tmp_path / f"checkpoint-{steps.pop()}"
     assert (checkpoint / "resume_state_rank0.pt").exists() and (checkpoint / "resume_state_rank1.pt").exists()
@@ -259,14 +268,10 @@ def test_sigterm_while_the_judge_is_down_drops_the_step_and_resumes_exactly(tmp_
         while "is down: no answer for" not in run.output():
             assert run.process.poll() is None and time.monotonic() < deadline, run.output()
             time.sleep(0.05)
-        sent = time.monotonic()
-        run.process.send_signal(signal.SIGTERM)
-        code = run.finish()
-        seconds = time.monotonic() - sent
-        output = run.output()
+        code, seconds, output = run.sigterm()
         assert code == 128 + signal.SIGTERM, output
         assert "(the step in progress, still waiting for its judge, was dropped)" in output, output
-        stopped = int(output.split("stopped by SIGTERM after step ")[1].split(" ")[0])
+        stopped = stopped_step(output)
         assert stopped >= 12 and (out / f"checkpoint-{stopped}" / "trainer_state.json").exists()
         assert seconds < 10, seconds
         print(f"SIGTERM during the outage: checkpoint-{stopped}, exited {seconds:.2f} s after the signal")

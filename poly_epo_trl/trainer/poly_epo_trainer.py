@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import logging
-import os
 import shutil
 import textwrap
 import time
@@ -28,7 +27,6 @@ from typing import Any, ClassVar
 
 import torch
 from accelerate.utils import gather_object
-from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from trl import GRPOTrainer
 from trl.trainer.utils import get_config_model_id
 
@@ -43,6 +41,7 @@ from .resume import (
     CheckpointFailed,
     EpochSampler,
     LastStepEnd,
+    checkpoint_folder,
     complete_checkpoints,
     disk_full_message,
     load_resume_state,
@@ -52,7 +51,7 @@ from .resume import (
 from .vllm_engine import vllm_seams
 
 logger = logging.getLogger(__name__)
-ABANDONED = "StepAbandoned"
+ABANDONED = StepAbandoned.__name__  # how a dropped step reads among the failures gathered from every process
 VERDICT_POLL_SECONDS = 0.5  # how often a step waiting for its verdicts checks for a preemption signal
 # TRL 1.16 reads `model.is_gradient_checkpointing` every step, which transformers 5.23 deprecates: the user cannot act
 # on that warning (it is not about their settings), so it is silenced; a recipe using `gradient_checkpointing` warns.
@@ -149,7 +148,7 @@ class FiniteRewardsGRPOTrainer(GRPOTrainer):
         step = self.state.global_step
         if step == 0:
             return None
-        folder = os.path.join(self.args.output_dir, f"{PREFIX_CHECKPOINT_DIR}-{step}")
+        folder = checkpoint_folder(self.args.output_dir, step)
         if folder in complete_checkpoints(self.args.output_dir, self.accelerator.num_processes)[0]:
             return folder
         if last_step.global_step != step:  # no step completed in this run, and its start is not a checkpoint here
@@ -167,7 +166,7 @@ class FiniteRewardsGRPOTrainer(GRPOTrainer):
         """This process's resume state first, then transformers' checkpoint (``trainer_state.json`` last): a
         checkpoint whose files are all there is complete."""
         run_dir = self._get_output_dir(trial=trial)
-        folder = os.path.join(run_dir, f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}")
+        folder = checkpoint_folder(run_dir, self.state.global_step)
         try:
             save_resume_state(self, folder, self.accelerator.process_index)
             self.accelerator.wait_for_everyone()
@@ -286,8 +285,9 @@ class _JudgedGroupsTrainer(FiniteRewardsGRPOTrainer):
         pending.waited = time.perf_counter() - waiting
         judged = gather_object([(self.accelerator.process_index, failure, pending.owned, verdicts)])
         failures = [(rank, cause) for rank, cause, _, _ in judged if cause]
-        if any(cause.startswith(ABANDONED) for _, cause in failures):
-            raise StepAbandoned(next(cause for _, cause in failures if cause.startswith(ABANDONED)))
+        abandoned = [cause for _, cause in failures if cause.startswith(ABANDONED)]
+        if abandoned:
+            raise StepAbandoned(abandoned[0])
         if failures:
             rank, cause = failures[0]
             raise JudgeFailing(f"{self.judge.where()} failed on process {rank}: {cause}") from local_error

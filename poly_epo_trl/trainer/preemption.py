@@ -23,6 +23,8 @@ from typing import Any
 import torch
 from transformers import TrainerCallback
 
+from .resume import checkpoint_folder
+
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
@@ -105,7 +107,7 @@ class PreemptionCallback(TrainerCallback):
             # no process exits before every process has written its part: a launcher (torchrun) that sees one
             # process end terminates the others, which must not happen mid-save
             self.trainer.accelerator.wait_for_everyone()
-            self.saved = os.path.join(args.output_dir, f"checkpoint-{state.global_step}")
+            self.saved = checkpoint_folder(args.output_dir, state.global_step)
             if self._watchdog is not None:
                 self._watchdog.cancel()
         return control

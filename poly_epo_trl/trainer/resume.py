@@ -27,14 +27,21 @@ from typing import Any
 
 import numpy as np
 import torch
+from accelerate.utils import send_to_device
 from torch.utils.data import Sampler
 from transformers import TrainerCallback
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
 logger = logging.getLogger(__name__)
 
 STATE_FILE = "resume_state_rank{rank}.pt"
 RESUMED_ATTRIBUTES = ("_step", "_buffered_inputs", "_steps_over_fallback_frac")
-_CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
+_CHECKPOINT = re.compile(rf"^{PREFIX_CHECKPOINT_DIR}-(\d+)$")
+
+
+def checkpoint_folder(output_dir: str, step: int) -> str:
+    """Where transformers saves the checkpoint of ``step``."""
+    return os.path.join(output_dir, f"{PREFIX_CHECKPOINT_DIR}-{step}")
 
 
 class EpochSampler(Sampler):
@@ -134,18 +141,8 @@ def load_resume_state(trainer: Any, checkpoint: str, rank: int) -> bool:
         return False
     state = torch.load(path, map_location="cpu", weights_only=False)  # our own file: tensors, lists, strings
     for name, value in state.items():
-        setattr(trainer, name, _to_device(value, trainer.accelerator.device))
+        setattr(trainer, name, send_to_device(value, trainer.accelerator.device))
     return True
-
-
-def _to_device(value: Any, device: torch.device) -> Any:
-    if isinstance(value, torch.Tensor):
-        return value.to(device)
-    if isinstance(value, dict):
-        return {key: _to_device(item, device) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_to_device(item, device) for item in value]
-    return value
 
 
 def incomplete_reason(checkpoint: str, world_size: int) -> str | None:
