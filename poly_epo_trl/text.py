@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from typing import Any
 
@@ -77,3 +79,94 @@ _GREEK = {
     "lambda", "mu", "nu", "xi", "omicron", "pi", "varpi", "rho", "varrho", "sigma", "varsigma", "tau", "upsilon",
     "phi", "varphi", "chi", "psi", "omega",
 }  # fmt: skip
+
+
+TOOL_RESULT_CHARS = 800  # default budget of a tool result in a judge's view of a trajectory
+
+
+def trajectory_text(completion: Any, tool_result_chars: int | None = TOOL_RESULT_CHARS) -> str:
+    """A judge's view of an agent's trajectory: each turn on its own, between ``<<turn k ROLE TAG>>`` and
+    ``<<end turn k TAG>>`` lines, where ``TAG`` (hashed from the whole trajectory, in none of its texts) is what no
+    message can forge; tool calls as ``name(arguments)``; tool results marked as the environment's and cut to their
+    last ``tool_result_chars`` characters (None: whole). A string, or a single assistant message without tool calls,
+    is returned as ``message_text`` returns it: a plain completion looks to the judge as it always did."""
+    if isinstance(completion, str) or not isinstance(completion, list):
+        return message_text(completion)
+    messages = [m for m in completion if isinstance(m, dict)]
+    if (
+        len(messages) == 1
+        and messages[0].get("role", "assistant") == "assistant"
+        and not messages[0].get("tool_calls")
+    ):
+        return message_text(completion)
+    turns = [_turn(message, tool_result_chars) for message in messages]
+    tag = _tag([text for _, text in turns])
+    return "\n".join(
+        f"<<turn {k} {role} {tag}>>\n{text}\n<<end turn {k} {tag}>>" for k, (role, text) in enumerate(turns, 1)
+    )
+
+
+def trajectory_turns(text: str) -> list[tuple[str, str]]:
+    """The (role, text) turns ``trajectory_text`` wrote, in order."""
+    found = re.search(r"^<<turn 1 [a-z_]+ ([0-9a-f]{12})>>$", text, re.MULTILINE)
+    if found is None:
+        return []
+    tag = re.escape(found.group(1))
+    turn = re.compile(rf"^<<turn (\d+) ([a-z_]+) {tag}>>\n(.*?)\n<<end turn \1 {tag}>>$", re.DOTALL | re.MULTILINE)
+    return [(role, body) for _, role, body in turn.findall(text)]
+
+
+def _turn(message: dict, tool_result_chars: int | None) -> tuple[str, str]:
+    """One message as (role, text): an assistant's words then its tool calls; a tool's result, cut and named."""
+    role = str(message.get("role", "assistant"))
+    content = message.get("content")
+    text = _content_text(content)
+    if role == "tool":
+        name = message.get("name") or "tool"
+        if tool_result_chars is not None and len(text) > tool_result_chars:
+            text = f"[... {len(text) - tool_result_chars} characters cut ...]\n{text[-tool_result_chars:]}"
+        return "tool_result", f"(result of {name}, from the environment)\n{text}"
+    calls = [_call_text(call) for call in message.get("tool_calls") or []]
+    parts = [text.strip()] if text.strip() else []
+    parts += [f"calls {call}" for call in calls]
+    return ("assistant" if role == "assistant" else re.sub(r"[^a-z_]", "_", role.lower()) or "other"), "\n".join(parts)
+
+
+def _content_text(content: Any) -> str:
+    """Text of a message's content: a string, or content blocks (text kept, an image or other block named)."""
+    if content is None:
+        return ""
+    if isinstance(content, list):
+        pieces = []
+        for block in content:
+            if isinstance(block, dict) and block.get("type", "text") == "text":
+                pieces.append(str(block.get("text", "")))
+            else:
+                kind = block.get("type", "block") if isinstance(block, dict) else type(block).__name__
+                pieces.append(f"[{kind}]")
+        return " ".join(pieces)
+    return str(content)
+
+
+def _call_text(call: Any) -> str:
+    """``name(arguments)``; a malformed call is shown as what it is rather than dropped."""
+    function = call.get("function", call) if isinstance(call, dict) else None
+    if not isinstance(function, dict) or not function.get("name"):
+        return f"<malformed tool call: {str(call)[:200]}>"
+    arguments = function.get("arguments", {})
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except ValueError:
+            return f"{function['name']}(<arguments that are not JSON: {arguments[:200]}>)"
+    return f"{function['name']}({json.dumps(arguments, ensure_ascii=False, sort_keys=True)})"
+
+
+def _tag(texts: list[str]) -> str:
+    """12 hex characters hashed from ``texts`` that none of them contains."""
+    seed = "\0".join(texts)
+    for attempt in range(1000):
+        tag = hashlib.sha256(f"{attempt}\0{seed}".encode()).hexdigest()[:12]
+        if all(tag not in text for text in texts):
+            return tag
+    raise ValueError("no delimiter tag found")  # 1000 collisions of 48-bit hashes: not a real input
