@@ -90,20 +90,63 @@ def trajectory_text(completion: Any, tool_result_chars: int | None = TOOL_RESULT
     message can forge; tool calls as ``name(arguments)``; tool results marked as the environment's and cut to their
     last ``tool_result_chars`` characters (None: whole). A string, or a single assistant message without tool calls,
     is returned as ``message_text`` returns it: a plain completion looks to the judge as it always did."""
-    if isinstance(completion, str) or not isinstance(completion, list):
+    if not is_trajectory(completion):
         return message_text(completion)
     messages = [m for m in completion if isinstance(m, dict)]
-    if (
-        len(messages) == 1
-        and messages[0].get("role", "assistant") == "assistant"
-        and not messages[0].get("tool_calls")
-    ):
-        return message_text(completion)
     turns = [_turn(message, tool_result_chars) for message in messages]
     tag = _tag([text for _, text in turns])
     return "\n".join(
         f"<<turn {k} {role} {tag}>>\n{text}\n<<end turn {k} {tag}>>" for k, (role, text) in enumerate(turns, 1)
     )
+
+
+def is_trajectory(completion: Any) -> bool:
+    """True for a completion that is more than one plain assistant message: tool calls, tool results, or turns."""
+    if not isinstance(completion, list):
+        return False
+    messages = [m for m in completion if isinstance(m, dict)]
+    if len(messages) != 1:
+        return True
+    return messages[0].get("role", "assistant") != "assistant" or bool(messages[0].get("tool_calls"))
+
+
+def final_text(completion: Any) -> str:
+    """The agent's final answer: the last assistant message's words (a plain completion's whole text)."""
+    if not is_trajectory(completion):
+        return message_text(completion)
+    said = [m for m in completion if isinstance(m, dict) and m.get("role", "assistant") == "assistant"]
+    return _content_text(said[-1].get("content")).strip() if said else ""
+
+
+def plan_text(completion: Any) -> str:
+    """The agent's plan: its tool calls in order, one ``name(arguments)`` a line, then its final answer (a plain
+    completion's whole text). Tool results are left out: they are the environment's, not the agent's choice."""
+    if not is_trajectory(completion):
+        return message_text(completion)
+    calls = [_call_text(c) for m in completion if isinstance(m, dict) for c in m.get("tool_calls") or []]
+    return "\n".join([*calls, final_text(completion)]).strip()
+
+
+def judge_input(completion: Any) -> Any:
+    """What crosses processes to the judge: a string as it is; messages with their role, name, text content,
+    tool calls and any other plain fields, images and other binary blocks replaced by ``{"type": kind}``."""
+    if not isinstance(completion, list):
+        return completion
+    return [_plain_message(m) if isinstance(m, dict) else str(m) for m in completion]
+
+
+def _plain_message(message: dict) -> dict:
+    content = message.get("content")
+    if isinstance(content, list):
+        content = [
+            block if isinstance(block, dict) and block.get("type", "text") == "text" else {"type": _kind(block)}
+            for block in content
+        ]
+    return {**message, "content": content}
+
+
+def _kind(block: Any) -> str:
+    return str(block.get("type", "block")) if isinstance(block, dict) else type(block).__name__
 
 
 def trajectory_turns(text: str) -> list[tuple[str, str]]:
@@ -142,8 +185,7 @@ def _content_text(content: Any) -> str:
             if isinstance(block, dict) and block.get("type", "text") == "text":
                 pieces.append(str(block.get("text", "")))
             else:
-                kind = block.get("type", "block") if isinstance(block, dict) else type(block).__name__
-                pieces.append(f"[{kind}]")
+                pieces.append(f"[{_kind(block)}]")
         return " ".join(pieces)
     return str(content)
 

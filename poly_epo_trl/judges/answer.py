@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from ..text import last_boxed, normalize_answer
+from ..text import final_text, last_boxed, normalize_answer
 from .base import ClusteringJudge
 
 _NUMBER = re.compile(r"-?\d+(?:[.,]\d+)*(?:/\d+)?")
@@ -26,9 +26,11 @@ def final_answer(text: str, mode: str = "auto") -> str | None:
 
 
 class AnswerJudge(ClusteringJudge):
-    """Same final answer, same cluster; no answer, degenerate (id 100)."""
+    """Same final answer, same cluster; no answer, degenerate (id 100). Of an agent's trajectory it reads the
+    final answer (``text.final_text``: the last assistant message's words)."""
 
     name = "answer"
+    view = staticmethod(final_text)
 
     def __init__(self, mode: str = "auto", **kwargs) -> None:
         if mode not in ANSWER_MODES:

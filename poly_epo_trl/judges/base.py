@@ -10,17 +10,18 @@ import time
 from collections import Counter
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 from trl.trainer.utils import is_async_callable
 
 from ..constants import DEGENERATE_CLUSTER_ID
+from ..text import trajectory_text
 from .errors import CircuitOpen, JudgeError, JudgeOutage, ServiceError
 
 T = TypeVar("T")
 logger = logging.getLogger(__name__)
-Group = tuple[str, Sequence[str]]
+Group = tuple[str, Sequence[Any]]  # (problem, completions: strings, or lists of chat messages for agents)
 JudgeFn = Callable[[str, list[str]], list[int]]
 
 
@@ -104,7 +105,10 @@ its traceback instead of turning into a fallback."""
 class ClusteringJudge:
     """Clusters groups of completions by strategy, concurrently, and never fails a batch unless told to.
 
-    Subclasses implement ``acluster(prompt, completions)`` for one group. ``cluster_groups`` judges a batch with at
+    Subclasses implement ``acluster(prompt, completions)`` for one group. A completion that is a list of chat
+    messages (an agent's trajectory) reaches ``acluster`` as ``view(completion)``: by default ``text.trajectory_text``
+    (each turn with its role, tool calls as ``name(arguments)``, tool results marked and cut); a plain completion
+    reaches it unchanged. ``cluster_groups`` judges a batch with at
     most ``max_concurrency`` groups in flight, checks every answer has one integer id per completion, and renumbers
     ids densely. When a group's judging fails, the judges in ``chain`` are tried in turn, then ``fallback`` applies:
     "distinct", "grpo", "skip" (see JudgeResult) or "raise". ``stats`` counts what happened since ``pop_stats()``.
@@ -142,8 +146,14 @@ class ClusteringJudge:
         self.outage_since: float | None = None  # time.monotonic() when the service stopped answering
         self._outage_began = ""  # the same moment on the clock, for the log
 
+    view: ClassVar[Callable[[Any], Any]] = staticmethod(trajectory_text)
+
     async def acluster(self, prompt: str, completions: list[str]) -> list[int]:
         raise NotImplementedError
+
+    def views(self, completions: Sequence[Any]) -> list[Any]:
+        """What this judge reads of each completion (``view``)."""
+        return [self.view(completion) for completion in completions]
 
     async def ajudge(self, prompt: str, completions: list[str]) -> JudgeResult:
         """One group through this judge, then the chain, then (an outage waited out first) the fallback."""
@@ -151,7 +161,8 @@ class ClusteringJudge:
             own_error: Exception | None = None
             for judge in [self, *self.chain]:
                 try:
-                    labels = judge.check_labels(await judge.acluster(prompt, completions), len(completions))
+                    ids = await judge.acluster(prompt, judge.views(completions))
+                    labels = judge.check_labels(ids, len(completions))
                 except JUDGING_FAILURES as error:
                     self.stats[f"failed/{judge.name}"] += 1
                     own_error = error if judge is self else own_error
@@ -318,7 +329,13 @@ def step_metrics(stats: dict[str, float], latencies: Sequence[float]) -> dict[st
 
 
 class CallableJudge(ClusteringJudge):
-    """Wraps a plain function ``judge(prompt, completions) -> list[int]`` (sync or async)."""
+    """Wraps a plain function ``judge(prompt, completions) -> list[int]`` (sync or async). Like a TRL reward
+    function, it receives the completions themselves: strings, or an agent's lists of chat messages (with their
+    ``tool_calls`` and tool results; images replaced by ``{"type": "image"}``)."""
+
+    @staticmethod
+    def view(completion: Any) -> Any:
+        return completion
 
     def __init__(self, fn: Callable[..., Any], **kwargs: Any) -> None:
         super().__init__(**kwargs)

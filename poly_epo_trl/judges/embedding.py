@@ -10,6 +10,7 @@ from typing import Any
 
 import torch
 
+from ..text import plan_text
 from .base import ClusteringJudge
 
 
@@ -49,9 +50,11 @@ def average_linkage_clusters(distances: torch.Tensor, threshold: float) -> list[
 
 class EmbeddingJudge(ClusteringJudge):
     """Completions whose embeddings are within ``threshold`` cosine distance (average linkage) share a cluster;
-    empty completions and those shorter than ``min_chars`` are degenerate."""
+    empty completions and those shorter than ``min_chars`` are degenerate. Of an agent's trajectory it embeds the
+    plan (``text.plan_text``: the tool calls in order, then the final answer), not the tool results."""
 
     name = "embedding"
+    view = staticmethod(plan_text)
 
     def __init__(
         self, model: str | None = None, threshold: float = 0.25, min_chars: int = 1, device: str = "cpu", **kwargs: Any

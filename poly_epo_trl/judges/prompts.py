@@ -13,7 +13,7 @@ from ..constants import DEGENERATE_CLUSTER_ID
 from .errors import InvalidAnswer
 
 TEMPLATE_DIR = Path(__file__).with_name("templates")
-BUILTIN_TEMPLATES = ("math", "code")
+BUILTIN_TEMPLATES = ("math", "code", "agent")
 _FENCED_JSON = re.compile(r"```(?:json)?\s*(\{.*?\})\s*```", re.DOTALL)
 
 

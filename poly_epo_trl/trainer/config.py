@@ -197,7 +197,10 @@ class PolyEPOConfig(GRPOConfig):
     )
     judge_template: str = field(
         default="math",
-        metadata={"help": "Prompt of language-model judges: 'math', 'code' or the path of your own template file."},
+        metadata={
+            "help": "Prompt of language-model judges: 'math', 'code', 'agent' (groups an agent's trajectories by "
+            "plan: which tools, in which order, to what end) or the path of your own template file."
+        },
     )
     judge_cache_dir: str | None = field(
         default=None,

@@ -34,7 +34,7 @@ from ..advantages import diversity_bonus, group_relative_advantages, marginal_se
 from ..evaluation.diversity import group_diversity_metrics
 from ..files import is_disk_full
 from ..judges import ClusteringJudge, JudgeFailing, resolve_judge, step_metrics
-from ..text import message_text, prompt_text
+from ..text import judge_input, prompt_text, trajectory_text
 from .config import DEFAULT_JUDGE, PolyEPOConfig, load_objective
 from .preemption import StepAbandoned, preemption_guard
 from .resume import (
@@ -67,7 +67,7 @@ class SetBatch:
     advantages: torch.Tensor
     mode: str
     prompts: list[str]
-    completions: list[str]
+    completions: list[str]  # as judges read them by default (``text.trajectory_text``)
     fallbacks: list[str | None]
 
 
@@ -78,7 +78,7 @@ class PendingJudge:
     mode: str
     group_size: int
     prompts: list[str]
-    completions: list[str]
+    completions: list[Any]
     owned: list[int]
     future: concurrent.futures.Future
     waited: float = 0.0  # seconds the main thread waited for the verdicts: what the judge cost the step
@@ -246,9 +246,11 @@ class _JudgedGroupsTrainer(FiniteRewardsGRPOTrainer):
         self._pending_judge = self._start_judging(prompts, output[3])  # output[3]: the decoded completions
         return output
 
-    def _gather_texts(self, prompts: list, completions: list) -> tuple[list[str], list[str]]:
-        """The whole batch's problem and completion texts, on every process (a collective)."""
-        return gather_object([prompt_text(p) for p in prompts]), gather_object([message_text(c) for c in completions])
+    def _gather_texts(self, prompts: list, completions: list) -> tuple[list[str], list[Any]]:
+        """The whole batch's problem texts and completions as the judge takes them, on every process (a
+        collective): strings, or an agent's chat messages with their tool calls and results (``text.judge_input``);
+        each judge reads its own view of them (``ClusteringJudge.view``)."""
+        return gather_object([prompt_text(p) for p in prompts]), gather_object([judge_input(c) for c in completions])
 
     def _start_judging(self, prompts: list, completions: list) -> PendingJudge | None:
         """Gather the batch's texts (a collective, on the main thread) and submit the groups this process owns to the
@@ -371,7 +373,8 @@ class _JudgedGroupsTrainer(FiniteRewardsGRPOTrainer):
         rewards[torch.isnan(rewards_per_func).all(dim=1)] = torch.nan
         rewards = rewards.view(-1, group_size)
         advantages = torch.full_like(rewards, torch.nan)
-        return SetBatch(rewards, cluster_ids, advantages, mode, all_prompts, all_completions, fallbacks)
+        texts = [trajectory_text(c) for c in all_completions]
+        return SetBatch(rewards, cluster_ids, advantages, mode, all_prompts, texts, fallbacks)
 
     def _log_diversity(self, batch: SetBatch) -> None:
         metrics = group_diversity_metrics(

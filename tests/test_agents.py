@@ -1,0 +1,329 @@
+"""Agents trained with PolyEPOTrainer and GRPODivTrainer as with GRPOTrainer: ``tools``, one and several
+``environment_factory`` environments, rewards and data owned by the environment, ``rollout_func``, malformed tool
+calls; the judge reads whole trajectories (roles, tool calls, tool results, in order).
+
+Generation is scripted (``agents.scripted_generate``), as in TRL's own agent tests: a tiny random model never writes
+a tool call. TRL's tool loop, response parser, environments and loss, and our judging and advantages, run for real.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from unittest.mock import patch
+
+import pytest
+import torch
+from agents import COUNTER_PLANS, Counter, plan_script, save_tool_model, scripted_generate, tool_call
+from datasets import Dataset
+from transformers import AutoTokenizer
+
+from poly_epo_trl import GRPODivTrainer, PolyEPOConfig, PolyEPOTrainer, marginal_set_advantages
+from poly_epo_trl.advantages import diversity_bonus
+from poly_epo_trl.judges import ClusteringJudge
+from poly_epo_trl.judges.prompts import JudgeTemplate, response_blocks
+from poly_epo_trl.text import final_text, plan_text, trajectory_turns
+
+os.environ["TRL_EXPERIMENTAL_SILENCE"] = "1"
+TRAINERS = [PolyEPOTrainer, GRPODivTrainer]
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    return save_tool_model(tmp_path_factory.mktemp("tool_model"))
+
+
+def config(tmp_path, **overrides) -> PolyEPOConfig:
+    settings = dict(
+        output_dir=str(tmp_path / "out"),
+        per_device_train_batch_size=8,
+        num_generations=8,
+        set_size=4,
+        max_completion_length=512,
+        max_steps=2,
+        learning_rate=1e-2,
+        logging_steps=1,
+        report_to="none",
+        save_strategy="no",
+        use_cpu=True,
+        seed=0,
+        dataloader_num_workers=0,
+    )
+    return PolyEPOConfig(**{**settings, **overrides})
+
+
+def counter_rows(n: int = 4, **columns) -> Dataset:
+    return Dataset.from_dict(
+        {"prompt": [[{"role": "user", "content": "Make the counter reach 4."}]] * n, "target": [4] * n, **columns}
+    )
+
+
+class PlanJudge:
+    """A ``python:`` judge: one cluster per sequence of tool calls (the plan), degenerate without a final answer.
+    It records what it was given."""
+
+    def __init__(self) -> None:
+        self.groups: list[list] = []
+
+    def __call__(self, prompt: str, completions: list) -> list[int]:
+        self.groups.append(completions)
+        plans: dict[str, int] = {}
+        return [
+            100 if not final_text(c) or "<tool_call>" in final_text(c) else plans.setdefault(plan_text(c), len(plans))
+            for c in completions
+        ]
+
+
+def train(trainer) -> None:
+    script = plan_script(COUNTER_PLANS)
+    with patch.object(trainer.model, "generate", side_effect=scripted_generate(trainer.processing_class, script)):
+        trainer.train()
+
+
+def check_set_advantages(trainer) -> None:
+    """Poly-EPO: the batch's advantages are the set advantages of its rewards and judged ids. GRPO+DIV: the
+    diversity bonus column is that of the judged ids."""
+    batch = trainer.last_set_batch
+    if isinstance(trainer, PolyEPOTrainer):
+        expected = marginal_set_advantages(batch.rewards.nan_to_num(0.0), batch.cluster_ids, trainer.args.set_size)
+        torch.testing.assert_close(batch.advantages, expected)
+    else:
+        logged = trainer.state.log_history[-2]
+        bonus = diversity_bonus(batch.cluster_ids, 1.0).mean().item()
+        assert logged["rewards/diversity_bonus/mean"] == pytest.approx(bonus, abs=1e-3)
+
+
+def roles(messages: list) -> list[str]:
+    return [m["role"] for m in messages]
+
+
+@pytest.mark.parametrize("trainer_cls", TRAINERS)
+def test_an_environment_owning_its_reward(trainer_cls, model_dir, tmp_path):
+    judge = PlanJudge()
+    trainer = trainer_cls(
+        model=str(model_dir),
+        args=config(tmp_path),
+        train_dataset=counter_rows(),
+        environment_factory=Counter,
+        judge=judge,
+    )
+    train(trainer)
+    history = trainer.state.log_history
+    assert history[-1]["train_loss"] == history[-1]["train_loss"]  # not NaN
+    assert any(h.get("tools/call_frequency", 0) > 0 for h in history)
+    trajectories = [c for group in judge.groups for c in group]
+    assert len(trajectories) == 2 * 8
+    two_calls = [c for c in trajectories if len([m for m in c if m.get("tool_calls")]) == 2]
+    assert two_calls, "no rollout of the batch made two tool calls"
+    for c in two_calls:
+        assert roles(c) == ["assistant", "tool", "assistant", "tool", "assistant"]
+        assert [m["tool_calls"][0]["function"]["name"] for m in c if m.get("tool_calls")] in (
+            ["add", "double"],
+            ["double", "add"],
+        )
+        assert c[-1]["content"] == "It is 4."
+    # the environment's reward: exactly the rollouts whose counter reached 4 (add 4; add 2, double; double, add 4)
+    reached = {'add({"n": 4})\nIt is 4.', 'add({"n": 2})\ndouble({})\nIt is 4.', 'double({})\nadd({"n": 4})\nIt is 4.'}
+    batch = trainer.last_set_batch
+    last = judge.groups[-1]
+    assert batch.rewards.flatten().tolist()[: len(last)] == [float(plan_text(c) in reached) for c in last]
+    check_set_advantages(trainer)
+
+
+@pytest.mark.parametrize("trainer_cls", TRAINERS)
+def test_standalone_tools_with_a_reward_function(trainer_cls, model_dir, tmp_path):
+    counter = Counter()
+    counter.reset()
+
+    def add(n: int) -> int:
+        """
+        Add n to the counter.
+
+        Args:
+            n: The number to add.
+
+        Returns:
+            The counter's new value.
+        """
+        return counter.add(n)
+
+    def answered_four(completions, **kwargs) -> list[float]:
+        return [float(final_text(c) == "It is 4.") for c in completions]
+
+    judge = PlanJudge()
+    trainer = trainer_cls(
+        model=str(model_dir),
+        reward_funcs=answered_four,
+        args=config(tmp_path),
+        train_dataset=counter_rows(),
+        tools=[add],
+        judge=judge,
+    )
+    train(trainer)
+    assert counter.value > 0  # the tool ran
+    calls = [m["tool_calls"][0]["function"]["name"] for g in judge.groups for c in g for m in c if m.get("tool_calls")]
+    assert "add" in calls and "triple" in calls  # unknown tools are shown to the judge as called
+    failures = [m["content"] for g in judge.groups for c in g for m in c if m["role"] == "tool"]
+    assert any("triple" in f for f in failures)  # TRL answers an unknown tool with an error message
+    check_set_advantages(trainer)
+
+
+@pytest.mark.parametrize("trainer_cls", TRAINERS)
+def test_several_environments_chosen_per_row(trainer_cls, model_dir, tmp_path):
+    class Echo:
+        def reset(self, **kwargs) -> str:
+            return "Shout it."
+
+        def shout(self, text: str) -> str:
+            """
+            Shout the text.
+
+            Args:
+                text: The text to shout.
+
+            Returns:
+                The text in capitals.
+            """
+            return text.upper()
+
+    plans = {
+        **COUNTER_PLANS,
+        "shout": [tool_call("shout", text="hi"), "HI"],
+    }
+    judge = PlanJudge()
+    trainer = trainer_cls(
+        model=str(model_dir),
+        reward_funcs=lambda completions, **kw: [
+            float(final_text(c).startswith(("It is 4", "HI"))) for c in completions
+        ],
+        args=config(tmp_path, shuffle_dataset=False, per_device_train_batch_size=16),
+        train_dataset=counter_rows(environment=["counter", "echo", "counter", "echo"]),
+        environment_factory={"counter": Counter, "echo": Echo},
+        judge=judge,
+    )
+    script = plan_script(plans)
+    with patch.object(trainer.model, "generate", side_effect=scripted_generate(trainer.processing_class, script)):
+        trainer.train()
+    results = {m["content"] for g in judge.groups for c in g for m in c if m["role"] == "tool"}
+    assert "HI" in results  # the echo environment's tool ran on echo rows
+    check_set_advantages(trainer)
+
+
+@pytest.mark.parametrize("trainer_cls", TRAINERS)
+def test_an_environment_owning_its_data(trainer_cls, model_dir, tmp_path):
+    class OwnsData(Counter):
+        def reset(self, **kwargs) -> str:
+            super().reset(target=4)
+            return "Make the counter reach 4."
+
+    judge = PlanJudge()
+    trainer = trainer_cls(model=str(model_dir), args=config(tmp_path), environment_factory=OwnsData, judge=judge)
+    train(trainer)
+    assert trainer.state.global_step == 2
+    check_set_advantages(trainer)
+
+
+@pytest.mark.parametrize("trainer_cls", TRAINERS)
+def test_a_rollout_function(trainer_cls, model_dir, tmp_path):
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    answers = ["It is 4.", "It is 5.", "4", "four"]
+
+    def rollout(prompts: list, trainer) -> dict:
+        rows = {"prompt_ids": [], "completion_ids": [], "logprobs": [], "answer_index": []}
+        for k, prompt in enumerate(prompts):
+            ids = tokenizer.apply_chat_template(prompt, add_generation_prompt=True, tokenize=True, return_dict=False)
+            completion = tokenizer(answers[k % 4] + "<|im_end|>", add_special_tokens=False)["input_ids"]
+            rows["prompt_ids"].append(ids)
+            rows["completion_ids"].append(completion)
+            rows["logprobs"].append([-1.0] * len(completion))
+            rows["answer_index"].append(k % 4)
+        return rows
+
+    def extra_field_seen(completions, answer_index, **kwargs) -> list[float]:
+        return [float(i == 0) for i in answer_index]  # rollout_func's extra field reaches reward functions
+
+    judge = PlanJudge()
+    trainer = trainer_cls(
+        model=str(model_dir),
+        reward_funcs=extra_field_seen,
+        args=config(tmp_path),
+        train_dataset=counter_rows(),
+        rollout_func=rollout,
+        judge=judge,
+    )
+    trainer.train()
+    assert [final_text(c) for c in judge.groups[0]] == answers * 2
+    assert trainer.last_set_batch.rewards[0].tolist() == [1.0, 0.0, 0.0, 0.0] * 2
+    check_set_advantages(trainer)
+
+
+def test_without_tool_calls_the_advantages_are_those_of_a_plain_group(model_dir, tmp_path):
+    """Tools offered but never called: same judge input, rewards, ids and advantages as a run without tools."""
+    plans = {"four": ["It is 4."], "five": ["It is 5."], "none": ["I cannot."]}
+
+    def answered_four(completions, **kwargs) -> list[float]:
+        return [float(final_text(c) == "It is 4.") for c in completions]
+
+    batches = []
+    for tools in ([Counter().double], []):
+        judge = PlanJudge()
+        trainer = PolyEPOTrainer(
+            model=str(model_dir),
+            reward_funcs=answered_four,
+            args=config(tmp_path / str(len(tools)), max_steps=1),
+            train_dataset=counter_rows(),
+            tools=tools,
+            judge=judge,
+        )
+        script = plan_script(plans)
+        with patch.object(trainer.model, "generate", side_effect=scripted_generate(trainer.processing_class, script)):
+            trainer.train()
+        batches.append((judge.groups, trainer.last_set_batch))
+    (groups_tools, with_tools), (groups_plain, plain) = batches
+    assert groups_tools == groups_plain
+    assert with_tools.completions == plain.completions
+    for name in ("rewards", "cluster_ids", "advantages"):
+        torch.testing.assert_close(getattr(with_tools, name), getattr(plain, name))
+    assert plain.advantages.abs().sum() > 0
+
+
+class RecordingJudge(ClusteringJudge):
+    """A judge with the default view (what language-model judges read): records it, one cluster per text."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[tuple[str, list[str]]] = []
+
+    async def acluster(self, prompt: str, completions: list[str]) -> list[int]:
+        self.seen.append((prompt, completions))
+        ids: dict[str, int] = {}
+        return [ids.setdefault(c, len(ids)) for c in completions]
+
+
+def test_the_judge_reads_each_trajectory_turn_by_turn_with_roles_calls_and_results(model_dir, tmp_path):
+    judge = RecordingJudge()
+    trainer = PolyEPOTrainer(
+        model=str(model_dir),
+        args=config(tmp_path, max_steps=1),
+        train_dataset=counter_rows(),
+        environment_factory=Counter,
+        judge=judge,
+    )
+    train(trainer)
+    ((problem, texts),) = judge.seen
+    assert problem == "Make the counter reach 4."
+    by_plan = {}
+    for text in texts:
+        turns = trajectory_turns(text)
+        by_plan.setdefault(tuple(role for role, _ in turns), turns)
+    turns = by_plan[("assistant", "tool_result", "assistant", "tool_result", "assistant")]
+    first, second = turns[0][1], turns[2][1]
+    assert {first, second} in (
+        {'calls add({"n": 2})', "calls double({})"},
+        {"calls double({})", 'calls add({"n": 4})'},
+    )
+    assert re.fullmatch(r"\(result of (add|double), from the environment\)\n\d+", turns[1][1])
+    assert turns[-1] == ("assistant", "It is 4.")
+    # and the agent judge's prompt holds each trajectory whole, in its own block
+    prompt = JudgeTemplate.load("agent").render(problem, texts)
+    assert response_blocks(prompt) == [t.strip() for t in texts]
