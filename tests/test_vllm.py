@@ -138,6 +138,33 @@ def test_colocate_generation_follows_the_trained_weights(tmp_path, trainer, lora
     assert result["engine_vs_initial"] > 1e-2
 
 
+@pytest.mark.parametrize("trainer", ["poly_epo", "grpo_div"])
+def test_an_agent_calls_its_environment_on_colocated_vllm(tmp_path, trainer):
+    """environment_factory on vLLM: the agent task's warm start calls ``submit`` through TRL's tool loop on the
+    engine's generations, the environment scores it, and the judge receives whole trajectories."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    process = subprocess.run(
+        [sys.executable, str(TESTS / "vllm_agent_run.py"), str(tmp_path), trainer],
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert process.returncode == 0, process.stderr[-4000:]
+    result = json.loads((tmp_path / "result.json").read_text())
+    steps = step_logs(result)
+    assert len(steps) == 2 and all(s["tools/call_frequency"] > 0.5 for s in steps), steps
+    assert all(s["sampling/sampling_logp_difference/mean"] < 1e-4 for s in steps), steps
+    assert any(s["rewards/GoldbachEnvironment/mean"] > 0 for s in steps), steps
+    assert len(result["received"]) == 2 * 16
+    played = [t for t in result["received"] if [m["role"] for m in t] == ["assistant", "tool", "assistant"]]
+    assert len(played) > len(result["received"]) // 2
+    for trajectory in played:
+        call = trajectory[0]["tool_calls"][0]["function"]
+        p, q = call["arguments"]["p"], call["arguments"]["q"]
+        assert call["name"] == "submit" and trajectory[1]["content"] == f"{p}+{q}={p + q}"
+
+
 def test_vllm_default_dtype_explains_the_sampling_gap(tmp_path):
     """vllm_dtype 'auto' (vLLM's default): a float32 policy is sampled in bfloat16, and the gap TRL logs is bf16's."""
     result = run_helper(tmp_path, "poly_epo", "0", "auto")

@@ -10,7 +10,7 @@ from datasets import Dataset
 from ..checks import RecipeError
 from ..constants import BUILTIN_PREFIX
 from ..data import DatasetArguments, load_table
-from . import prime_pair, sum_pair
+from . import goldbach_agent, prime_pair, sum_pair
 from .base import TASKS, Task
 
 
@@ -37,4 +37,4 @@ def task_defaults(dataset_name: str) -> dict[str, Any]:
     return {} if task is None else task.recipe()
 
 
-__all__ = ["TASKS", "Task", "builtin_task", "load_rows", "prime_pair", "sum_pair", "task_defaults"]
+__all__ = ["TASKS", "Task", "builtin_task", "goldbach_agent", "load_rows", "prime_pair", "sum_pair", "task_defaults"]

@@ -1,0 +1,122 @@
+"""Supervised warm start for the agent task: a tiny model that calls ``submit`` in TRL's Qwen3 tool-call format with
+a pair summing to S (a uniform, b = S - a, a fraction ``noise`` of them off by 1 to 3, as the toy task's warm start),
+then ends with ``Done.``; regenerated deterministically, tokenizer included.
+
+    python -m poly_epo_trl.tasks.goldbach_agent.warm_start --out poly_epo_trl/tasks/goldbach_agent/assets/warm_start
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import time
+from pathlib import Path
+
+import torch
+
+from ..sum_pair.tiny import build_tiny_model
+from ..sum_pair.warm_start import sample_answer
+from . import DEFAULT_ASSET, GoldbachEnvironment, make_prompt
+from .tiny import train_tokenizer
+
+ALL_EVEN_TOTALS = tuple(range(10, 100, 2))
+
+
+def conversation(total: int, rng: random.Random, noise: float) -> list[dict]:
+    """One episode as chat messages: the prompt, the agent's ``submit`` call, the environment's answer, ``Done.``"""
+    a, b = (int(x) for x in sample_answer(total, rng, noise).split("+"))
+    call = {"type": "function", "function": {"name": "submit", "arguments": {"p": a, "q": b}}}
+    return [
+        *make_prompt(total),
+        {"role": "assistant", "content": "", "tool_calls": [call]},
+        {"role": "tool", "name": "submit", "content": GoldbachEnvironment().submit(a, b)},
+        {"role": "assistant", "content": "Done."},
+    ]
+
+
+def assistant_labels(ids: list[int], opener: list[int], end_id: int) -> list[int]:
+    """Labels for causal-LM training: the tokens of each assistant turn (after ``opener``, through its end token),
+    -100 elsewhere."""
+    labels = [-100] * len(ids)
+    i = 0
+    while i < len(ids):
+        if ids[i : i + len(opener)] == opener:
+            j = i + len(opener)
+            while j < len(ids) and ids[j] != end_id:
+                labels[j] = ids[j]
+                j += 1
+            if j < len(ids):
+                labels[j] = ids[j]
+            i = j
+        i += 1
+    return labels
+
+
+def warm_start(
+    out: Path = DEFAULT_ASSET,
+    seed: int = 0,
+    steps: int = 1500,
+    batch_size: int = 64,
+    lr: float = 3e-3,
+    noise: float = 0.25,
+    log_every: int = 100,
+) -> Path:
+    """Train the tokenizer on rendered episodes, then the tiny model on the agent's turns; save both to ``out``."""
+    torch.manual_seed(seed)
+    rng = random.Random(seed)
+    tools = [GoldbachEnvironment().submit]
+    renderer = train_tokenizer(["x"], vocab_size=300)
+    corpus = [
+        renderer.apply_chat_template(
+            conversation(rng.choice(ALL_EVEN_TOTALS), rng, noise), tools=tools, tokenize=False
+        )
+        for _ in range(2000)
+    ]
+    tokenizer = train_tokenizer(corpus, vocab_size=1000)
+    opener = tokenizer("<|im_start|>assistant\n", add_special_tokens=False)["input_ids"]
+    model = build_tiny_model(tokenizer, hidden_size=96, num_layers=3, num_heads=3, max_positions=256)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
+    schedule = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=lr, total_steps=steps, pct_start=0.1)
+    model.train()
+    start = time.perf_counter()
+    for step in range(1, steps + 1):
+        rows = [
+            tokenizer.apply_chat_template(
+                conversation(rng.choice(ALL_EVEN_TOTALS), rng, noise), tools=tools, tokenize=True, return_dict=False
+            )
+            for _ in range(batch_size)
+        ]
+        length = max(len(r) for r in rows)
+        input_ids = torch.full((batch_size, length), tokenizer.pad_token_id)
+        labels = torch.full((batch_size, length), -100)
+        attention = torch.zeros((batch_size, length), dtype=torch.long)
+        for i, row in enumerate(rows):
+            input_ids[i, : len(row)] = torch.tensor(row)
+            labels[i, : len(row)] = torch.tensor(assistant_labels(row, opener, tokenizer.eos_token_id))
+            attention[i, : len(row)] = 1
+        loss = model(input_ids=input_ids, attention_mask=attention, labels=labels).loss
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        schedule.step()
+        optimizer.zero_grad(set_to_none=True)
+        if step % log_every == 0 or step == steps:
+            print(f"warm start step {step}/{steps}  loss {loss.item():.3f}  {time.perf_counter() - start:.0f}s")
+    out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=DEFAULT_ASSET)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--steps", type=int, default=1500)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    warm_start(args.out, args.seed, args.steps)
+
+
+if __name__ == "__main__":
+    main()

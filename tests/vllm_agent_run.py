@@ -1,0 +1,64 @@
+"""An agent trained with colocated vLLM generation, in its own process: the agent task's warm start calls
+``submit`` on ``GoldbachEnvironment`` (``environment_factory``), TRL's tool loop runs on the engine's generations.
+
+``python vllm_agent_run.py <out_dir> <trainer>`` trains two steps and writes ``result.json``: the per-step log and
+every trajectory the judge received (as messages)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+from poly_epo_trl import GRPODivTrainer, PolyEPOConfig, PolyEPOTrainer
+from poly_epo_trl.models import resolve_model
+from poly_epo_trl.tasks.goldbach_agent import GoldbachEnvironment, plan_judge, rows
+
+TRAINERS = {"poly_epo": PolyEPOTrainer, "grpo_div": GRPODivTrainer}
+
+
+def main(out: Path, trainer_name: str) -> None:
+    os.environ["TRL_EXPERIMENTAL_SILENCE"] = "1"
+    received: list = []
+
+    def recording_plan_judge(prompt: str, completions: list) -> list[int]:
+        received.extend(completions)
+        return plan_judge(prompt, completions)
+
+    args = PolyEPOConfig(
+        output_dir=str(out / "run"),
+        per_device_train_batch_size=16,
+        num_generations=8,
+        set_size=4,
+        max_completion_length=96,
+        max_tool_calling_iterations=1,
+        max_steps=2,
+        learning_rate=1e-3,
+        logging_steps=1,
+        report_to="none",
+        save_strategy="no",
+        use_cpu=True,
+        seed=0,
+        bf16=False,
+        activation_checkpointing=False,
+        use_vllm=True,
+        vllm_mode="colocate",
+        vllm_gpu_memory_utilization=0.15,
+        vllm_max_model_length=256,
+        vllm_enforce_eager=True,
+    )
+    trainer = TRAINERS[trainer_name](
+        model=resolve_model("builtin:goldbach_agent"),
+        args=args,
+        train_dataset=rows("train"),
+        environment_factory=GoldbachEnvironment,
+        judge=recording_plan_judge,
+    )
+    trainer.train()
+    result = {"log_history": trainer.state.log_history, "received": received}
+    (out / "result.json").write_text(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]), sys.argv[2])
