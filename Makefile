@@ -5,7 +5,7 @@ STAMP := $(VENV)/.installed
 TASK ?= prime_pair
 RUN := OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false WANDB_MODE=disabled
 
-.PHONY: install sandbox-tools llama-server lint format test demo wheel-demo bench install-vllm test-vllm vllm-demo bench-vllm
+.PHONY: install sandbox-tools llama-server lint format test demo agent-demo wheel-demo bench install-vllm test-vllm vllm-demo bench-vllm
 
 # vLLM's CPU build in a second environment: vLLM 0.30 needs numpy < 2.4 (through mistral-common), the main set pins
 # 2.4.6. .ci/constraints-vllm.txt is that environment's exact, tested set.
@@ -95,6 +95,10 @@ bench-vllm: install-vllm
 
 demo: install
 	$(RUN) $(PY) -m poly_epo_trl.demo --task $(TASK) --out outputs/demo/$(TASK)
+
+# GRPO vs Poly-EPO on a tiny tool-calling agent (environment_factory)
+agent-demo: install
+	$(RUN) $(PY) -m poly_epo_trl.demo.agent --out outputs/agent
 
 # The wheel as a user gets it: built, installed into a clean virtual environment, and running the demo's smallest
 # setting from outside the source tree (so the templates and warm start must come from the wheel).

@@ -1,4 +1,4 @@
-"""The ``poly-epo`` command: ``poly-epo train ...``, ``poly-epo eval ...``, ``poly-epo demo ...``."""
+"""The ``poly-epo`` command: ``poly-epo train ...``, ``poly-epo eval ...``, ``poly-epo demo ...``, ...."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ COMMANDS = {
     "train": ("poly_epo_trl.train", "train with a YAML recipe (--config recipes/...)"),
     "eval": ("poly_epo_trl.eval", "pass@k, majority vote and distinct strategies of checkpoints, with plots"),
     "demo": ("poly_epo_trl.demo.run", "the CPU demo: GRPO vs GRPO+DIV vs Poly-EPO on a toy task"),
+    "agent-demo": ("poly_epo_trl.demo.agent", "the CPU agent example: GRPO vs Poly-EPO on a tool-calling agent"),
     "judge-agreement": ("poly_epo_trl.agreement", "how alike judges cluster the same groups, and what each costs"),
 }
 

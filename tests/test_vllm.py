@@ -154,7 +154,8 @@ def test_an_agent_calls_its_environment_on_colocated_vllm(tmp_path, trainer):
     result = json.loads((tmp_path / "result.json").read_text())
     steps = step_logs(result)
     assert len(steps) == 2 and all(s["tools/call_frequency"] > 0.5 for s in steps), steps
-    assert all(s["sampling/sampling_logp_difference/mean"] < 1e-4 for s in steps), steps
+    # every model turn (before and after the tool result) is scored by training as the engine sampled it
+    assert all(s["sampling/sampling_logp_difference/mean"] < 1e-5 for s in steps), steps
     assert any(s["rewards/GoldbachEnvironment/mean"] > 0 for s in steps), steps
     assert len(result["received"]) == 2 * 16
     played = [t for t in result["received"] if [m["role"] for m in t] == ["assistant", "tool", "assistant"]]

@@ -46,6 +46,7 @@ def main(out: Path, trainer_name: str) -> None:
         vllm_mode="colocate",
         vllm_gpu_memory_utilization=0.15,
         vllm_max_model_length=256,
+        vllm_dtype="policy",  # the engine samples in float32: sampling and training log-probs agree
         vllm_enforce_eager=True,
     )
     trainer = TRAINERS[trainer_name](

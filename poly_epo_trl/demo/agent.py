@@ -151,7 +151,7 @@ def evaluate(
 
 
 class HeldOutCurve(TrainerCallback):
-    """Every ``every`` steps (and at step 0), the distinct successful plans per held-out sum, for the figure."""
+    """At step 0, every ``curve_every`` steps and at the end, the distinct successful plans per held-out sum."""
 
     def __init__(self, tokenizer: PreTrainedTokenizerBase, s: AgentSettings, seed: int) -> None:
         self.tokenizer, self.s, self.seed, self.points = tokenizer, s, seed, []
@@ -165,6 +165,10 @@ class HeldOutCurve(TrainerCallback):
 
     def on_step_end(self, args, state, control, model=None, **kwargs):
         if state.global_step % self.s.curve_every == 0:
+            self.record(model, state.global_step)
+
+    def on_train_end(self, args, state, control, model=None, **kwargs):
+        if self.points[-1][0] != state.global_step:
             self.record(model, state.global_step)
 
 

@@ -1,0 +1,78 @@
+"""The CPU agent example (``poly_epo_trl.demo.agent``) and its task: the shipped warm start plays the environment
+through the tool format TRL parses, and the example runs end to end through ``environment_factory``."""
+
+import json
+from collections import Counter
+
+import pytest
+import torch
+from PIL import Image
+from transformers import AutoModelForCausalLM, AutoTokenizer
+from trl.chat_template_utils import add_response_schema
+
+from poly_epo_trl.demo.agent import main, play
+from poly_epo_trl.models import resolve_model
+from poly_epo_trl.tasks.goldbach_agent import GoldbachEnvironment, plan_judge, submitted_pair
+from poly_epo_trl.tasks.prime_pair import partitions
+
+
+def call(p, q):
+    return {"type": "function", "function": {"name": "submit", "arguments": {"p": p, "q": q}}}
+
+
+def test_the_environment_owns_the_reward_and_the_judge_clusters_by_submitted_pair():
+    env = GoldbachEnvironment()
+    env.reset(total=20)
+    assert env.get_reward() == 0.0  # nothing submitted
+    assert env.submit(3, 17) == "3+17=20" and env.get_reward() == 1.0
+    assert env.submit(5, 15) == "5+15=20" and env.get_reward() == 0.0  # the last submission counts
+    trajectories = [
+        [{"role": "assistant", "content": "", "tool_calls": [call(3, 17)]}],
+        [{"role": "assistant", "content": "", "tool_calls": [call(17, 3)]}],
+        [{"role": "assistant", "content": "", "tool_calls": [call(7, 13)]}],
+        [{"role": "assistant", "content": "3+17"}],  # no tool call: no plan
+        [{"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": {"name": "submit"}}]}],
+    ]
+    assert plan_judge("S=20:", trajectories) == [0, 0, 1, 100, 100]
+    assert submitted_pair(trajectories[1]) == (3, 17)
+
+
+def test_the_shipped_warm_start_calls_the_tool_with_pairs_summing_to_s():
+    path = resolve_model("builtin:goldbach_agent")
+    model, tokenizer = (
+        AutoModelForCausalLM.from_pretrained(path),
+        add_response_schema(AutoTokenizer.from_pretrained(path)),
+    )
+    torch.manual_seed(0)
+    played = [(total, t, r) for total in (20, 44, 68, 90) for t, r in play(model.eval(), tokenizer, total, 32, 2)]
+    roles = Counter(tuple(m["role"] for m in t) for _, t, _ in played)
+    assert roles[("assistant", "tool", "assistant")] >= 0.9 * len(played), roles
+    pairs = [(total, submitted_pair(t)) for total, t, _ in played]
+    assert sum(pair is not None and sum(pair) == total for total, pair in pairs) >= 0.4 * len(pairs)
+    right = sum(r for _, _, r in played) / len(played)
+    assert 0.05 <= right <= 0.5, right  # about 1 in 7 pairs is prime: room to learn
+    correct = {pair for total, pair in pairs if pair in partitions(total)}
+    assert len(correct) >= 4  # several successful plans already
+
+
+@pytest.mark.slow
+def test_the_agent_example_end_to_end(tmp_path, capsys):
+    out = tmp_path / "agent"
+    report = main(
+        ["--out", str(out), "--steps", "3", "--curve-every", "2", "--eval-samples", "4", "--curve-samples", "2"]
+    )
+    printed = capsys.readouterr().out
+    assert "goldbach_agent: 15 held-out sums, 4 episodes each" in printed
+    last = printed.strip().splitlines()[-3:]
+    assert last[0].startswith("pass@4 (sums solved within 4 episodes): warm start ")
+    assert last[1].startswith("Poly-EPO / GRPO distinct successful plans:")
+    assert last[2].startswith(f"figure: {out / 'agent.png'}")
+    saved = json.loads((out / "results.json").read_text())
+    assert saved["summary"].keys() == {"warm start", "GRPO (Dr.GRPO)", "Poly-EPO"}
+    for method, by_seed in saved["runs"].items():
+        run = by_seed["0"]
+        assert [step for step, _ in run["curve"]] == [0, 2, 3], method
+        assert run["final"]["ks"] == [1, 2, 4]
+    assert saved["summary"]["warm start"]["pass_at_k"]["mean"][-1] > 0
+    assert report["summary"] == saved["summary"]
+    assert Image.open(out / "agent.png").size[0] > 500
