@@ -167,7 +167,7 @@ def _turn(message: dict, tool_result_chars: int | None) -> tuple[str, str]:
     if role == "tool":
         name = message.get("name") or "tool"
         if tool_result_chars is not None and len(text) > tool_result_chars:
-            text = f"[... {len(text) - tool_result_chars} characters cut ...]\n{text[-tool_result_chars:]}"
+            text = f"[... {len(text) - tool_result_chars} characters cut ...]\n{text[len(text) - tool_result_chars :]}"
         return "tool_result", f"(result of {name}, from the environment)\n{text}"
     calls = [_call_text(call) for call in message.get("tool_calls") or []]
     parts = [text.strip()] if text.strip() else []

@@ -1,6 +1,8 @@
 """The judge's view of an agent trajectory (``text.trajectory_text``): roles, tool calls and results in order,
 tool results cut, malformed and multimodal messages shown, and turn boundaries no message can forge."""
 
+import pytest
+
 from poly_epo_trl.text import message_text, trajectory_text, trajectory_turns
 
 
@@ -112,3 +114,17 @@ def test_what_crosses_processes_keeps_the_messages_and_drops_the_pixels():
     assert plain[1]["content"] == [{"type": "image"}, {"type": "text", "text": "x"}]
     assert messages[1]["content"][0]["image"] is image  # the rollout itself is left as it was
     assert judge_input("x = 4") == "x = 4"
+
+
+def test_the_tool_result_budget_reaches_the_judge_from_the_config():
+    from poly_epo_trl import PolyEPOConfig
+    from poly_epo_trl.judges import ClusteringJudge, resolve_judge
+
+    config = PolyEPOConfig(output_dir="/tmp/unused", judge_tool_result_chars=0, use_cpu=True, report_to="none")
+    judge = resolve_judge("answer,distinct", **config.judge_options())
+    assert judge.tool_result_chars == 0
+    turns = trajectory_turns(ClusteringJudge.view(judge, TRAJECTORY))  # the default view, language-model judges'
+    assert turns[1][1] == "(result of search, from the environment)\n[... 3200 characters cut ...]\n"
+    assert PolyEPOConfig(output_dir="/tmp/unused", use_cpu=True, report_to="none").judge_tool_result_chars == 800
+    with pytest.raises(ValueError, match="judge_tool_result_chars=-1"):
+        PolyEPOConfig(output_dir="/tmp/unused", judge_tool_result_chars=-1, use_cpu=True, report_to="none")

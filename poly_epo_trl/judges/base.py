@@ -10,13 +10,13 @@ import time
 from collections import Counter
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 from trl.trainer.utils import is_async_callable
 
 from ..constants import DEGENERATE_CLUSTER_ID
-from ..text import trajectory_text
+from ..text import TOOL_RESULT_CHARS, trajectory_text
 from .errors import CircuitOpen, JudgeError, JudgeOutage, ServiceError
 
 T = TypeVar("T")
@@ -129,6 +129,7 @@ class ClusteringJudge:
         degenerate_cluster_id: int = DEGENERATE_CLUSTER_ID,
         fallback: str = "raise",
         chain: Sequence[ClusteringJudge] = (),
+        tool_result_chars: int | None = TOOL_RESULT_CHARS,
     ) -> None:
         if max_concurrency < 1:
             raise ValueError(f"max_concurrency must be at least 1, got {max_concurrency}.")
@@ -138,6 +139,7 @@ class ClusteringJudge:
         self.degenerate_cluster_id = degenerate_cluster_id
         self.fallback = fallback
         self.chain = list(chain)
+        self.tool_result_chars = tool_result_chars
         self.stats: Counter[str] = Counter()
         self.latencies: list[float] = []
         self.last_failure: str | None = None
@@ -146,10 +148,13 @@ class ClusteringJudge:
         self.outage_since: float | None = None  # time.monotonic() when the service stopped answering
         self._outage_began = ""  # the same moment on the clock, for the log
 
-    view: ClassVar[Callable[[Any], Any]] = staticmethod(trajectory_text)
-
     async def acluster(self, prompt: str, completions: list[str]) -> list[int]:
         raise NotImplementedError
+
+    def view(self, completion: Any) -> Any:
+        """What this judge reads of one completion: ``text.trajectory_text`` with tool results cut to their last
+        ``tool_result_chars`` characters (a plain completion unchanged)."""
+        return trajectory_text(completion, self.tool_result_chars)
 
     def views(self, completions: Sequence[Any]) -> list[Any]:
         """What this judge reads of each completion (``view``)."""

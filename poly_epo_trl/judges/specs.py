@@ -13,6 +13,7 @@ from typing import Any
 from ..constants import DEGENERATE_CLUSTER_ID
 from ..models import MODELS
 from ..registry import Registry, import_callable
+from ..text import TOOL_RESULT_CHARS
 from .answer import AnswerJudge
 from .base import CallableJudge, ClusteringJudge, DistinctJudge
 from .claude import AnthropicJudge
@@ -118,6 +119,7 @@ def resolve_judge(
     degenerate_cluster_id: int = DEGENERATE_CLUSTER_ID,
     fallback: str | None = None,
     server: dict[str, Any] | None = None,
+    tool_result_chars: int | None = TOOL_RESULT_CHARS,
     **lm_options: Any,
 ) -> ClusteringJudge:
     """A judge object, a plain callable ``judge(prompt, completions)``, or a spec string.
@@ -125,8 +127,13 @@ def resolve_judge(
     Specs: see ``JUDGE_SPECS``; ``"a,b"`` tries judge a, then b for the groups a fails on. ``fallback`` applies
     when every judge of the chain failed; ``lm_options`` (template, cache_dir, retry, max_tokens, temperature,
     structured_output, ...) go to language-model judges only, ``server`` (base_url, model, api_key_env,
-    extra_body, stream) to the OpenAI-compatible one only."""
-    common = {"max_concurrency": max_concurrency, "degenerate_cluster_id": degenerate_cluster_id}
+    extra_body, stream) to the OpenAI-compatible one only; ``tool_result_chars`` is how much of each tool result
+    an agent's trajectory shows the judge (``text.trajectory_text``)."""
+    common = {
+        "max_concurrency": max_concurrency,
+        "degenerate_cluster_id": degenerate_cluster_id,
+        "tool_result_chars": tool_result_chars,
+    }
     if isinstance(judge, ClusteringJudge):
         return judge
     if isinstance(judge, str):

@@ -18,6 +18,7 @@ from ..judges.llm import STRUCTURED_OUTPUTS
 from ..judges.openai_server import check_url, refuse_credentials
 from ..judges.prompts import BUILTIN_TEMPLATES
 from ..judges.resilience import RetryPolicy
+from ..text import TOOL_RESULT_CHARS
 
 
 def load_objective(spec: str) -> str | Callable:
@@ -214,6 +215,14 @@ class PolyEPOConfig(GRPOConfig):
             "answer), to bound the judge's prompt for long completions. None sends them whole, as the authors do."
         },
     )
+    judge_tool_result_chars: int | None = field(
+        default=TOOL_RESULT_CHARS,
+        metadata={
+            "help": "Agents: how much of each tool result a judge reads in a trajectory (its last this many "
+            "characters, with a line saying how many were cut); tool results can be long, and they are the "
+            "environment's, not the agent's. None shows them whole."
+        },
+    )
     judge_max_responses_per_request: int | None = field(
         default=None,
         metadata={
@@ -347,6 +356,9 @@ class PolyEPOConfig(GRPOConfig):
         chars = self.judge_max_response_chars
         if chars is not None and chars < 1:
             raise ValueError(f"judge_max_response_chars={chars}: use a positive count, or null for no cap.")
+        tool_chars = self.judge_tool_result_chars
+        if tool_chars is not None and tool_chars < 0:
+            raise ValueError(f"judge_tool_result_chars={tool_chars}: use a count of 0 or more, or null for no cap.")
         per_request = self.judge_max_responses_per_request
         if per_request is not None and per_request < 2:
             raise ValueError(
@@ -389,6 +401,7 @@ class PolyEPOConfig(GRPOConfig):
             "max_concurrency": self.judge_max_concurrency,
             "degenerate_cluster_id": self.degenerate_cluster_id,
             "fallback": self.judge_fallback,
+            "tool_result_chars": self.judge_tool_result_chars,
             "server": {
                 "base_url": self.judge_base_url,
                 "model": self.judge_model,
