@@ -15,7 +15,7 @@ from pathlib import Path
 import torch
 
 from ..sum_pair.tiny import build_tiny_model
-from ..sum_pair.warm_start import sample_answer
+from ..sum_pair.warm_start import sample_answer, supervised_step
 from . import DEFAULT_ASSET, GoldbachEnvironment, make_prompt
 from .tiny import train_tokenizer
 
@@ -86,22 +86,10 @@ def warm_start(
             )
             for _ in range(batch_size)
         ]
-        length = max(len(r) for r in rows)
-        input_ids = torch.full((batch_size, length), tokenizer.pad_token_id)
-        labels = torch.full((batch_size, length), -100)
-        attention = torch.zeros((batch_size, length), dtype=torch.long)
-        for i, row in enumerate(rows):
-            input_ids[i, : len(row)] = torch.tensor(row)
-            labels[i, : len(row)] = torch.tensor(assistant_labels(row, opener, tokenizer.eos_token_id))
-            attention[i, : len(row)] = 1
-        loss = model(input_ids=input_ids, attention_mask=attention, labels=labels).loss
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        schedule.step()
-        optimizer.zero_grad(set_to_none=True)
+        labelled = [(row, assistant_labels(row, opener, tokenizer.eos_token_id)) for row in rows]
+        loss = supervised_step(model, optimizer, schedule, labelled, tokenizer.pad_token_id)
         if step % log_every == 0 or step == steps:
-            print(f"warm start step {step}/{steps}  loss {loss.item():.3f}  {time.perf_counter() - start:.0f}s")
+            print(f"warm start step {step}/{steps}  loss {loss:.3f}  {time.perf_counter() - start:.0f}s")
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)

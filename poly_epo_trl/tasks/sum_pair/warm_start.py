@@ -27,6 +27,26 @@ def sample_answer(total: int, rng: random.Random, noise: float) -> str:
     return f"{a}+{b}"
 
 
+def supervised_step(model, optimizer, schedule, rows: list[tuple[list[int], list[int]]], pad_id: int) -> float:
+    """One step of causal-LM training on ``rows`` of (token ids, labels; -100 where no loss), right-padded with
+    ``pad_id``; gradients clipped to norm 1. Returns the batch's loss."""
+    length = max(len(ids) for ids, _ in rows)
+    input_ids = torch.full((len(rows), length), pad_id)
+    labels = torch.full((len(rows), length), -100)
+    attention = torch.zeros((len(rows), length), dtype=torch.long)
+    for i, (ids, targets) in enumerate(rows):
+        input_ids[i, : len(ids)] = torch.tensor(ids)
+        labels[i, : len(ids)] = torch.tensor(targets)
+        attention[i, : len(ids)] = 1
+    loss = model(input_ids=input_ids, attention_mask=attention, labels=labels).loss
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step()
+    schedule.step()
+    optimizer.zero_grad(set_to_none=True)
+    return loss.item()
+
+
 def warm_start(
     out: Path = DEFAULT_ASSET,
     seed: int = 0,
@@ -51,23 +71,10 @@ def warm_start(
         totals = [rng.choice(ALL_TOTALS) for _ in range(batch_size)]
         prompts = [tokenizer(make_prompt(s))["input_ids"] for s in totals]
         answers = [tokenizer(sample_answer(s, rng, noise))["input_ids"] + [tokenizer.eos_token_id] for s in totals]
-        length = max(len(p) + len(a) for p, a in zip(prompts, answers, strict=True))
-        input_ids = torch.full((batch_size, length), tokenizer.pad_token_id)
-        labels = torch.full((batch_size, length), -100)
-        attention = torch.zeros((batch_size, length), dtype=torch.long)
-        for i, (p, a) in enumerate(zip(prompts, answers, strict=True)):
-            row = p + a
-            input_ids[i, : len(row)] = torch.tensor(row)
-            labels[i, len(p) : len(row)] = torch.tensor(a)
-            attention[i, : len(row)] = 1
-        loss = model(input_ids=input_ids, attention_mask=attention, labels=labels).loss
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        schedule.step()
-        optimizer.zero_grad(set_to_none=True)
+        rows = [(p + a, [-100] * len(p) + a) for p, a in zip(prompts, answers, strict=True)]
+        loss = supervised_step(model, optimizer, schedule, rows, tokenizer.pad_token_id)
         if step % log_every == 0 or step == steps:
-            print(f"warm start step {step}/{steps}  loss {loss.item():.3f}  {time.perf_counter() - start:.0f}s")
+            print(f"warm start step {step}/{steps}  loss {loss:.3f}  {time.perf_counter() - start:.0f}s")
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
