@@ -15,14 +15,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import torch
-import trl
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers
 from transformers import PreTrainedTokenizerFast
 
+from poly_epo_trl.tasks.goldbach_agent.tiny import TEXT_TOKENS, qwen3_chat_tokenizer
 from poly_epo_trl.tasks.sum_pair.tiny import build_tiny_model
-
-QWEN3_TEMPLATE = (Path(trl.__file__).parent / "chat_templates" / "qwen3.jinja").read_text()
-TEXT_TOKENS = ["<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>", "<think>", "</think>"]
 
 
 def byte_symbols() -> list[str]:
@@ -37,16 +34,8 @@ def build_tool_tokenizer() -> PreTrainedTokenizerFast:
     backend = Tokenizer(models.BPE(vocab={s: i for i, s in enumerate(byte_symbols())}, merges=[]))
     backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     backend.decoder = decoders.ByteLevel()
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=backend,
-        eos_token="<|im_end|>",
-        pad_token="<|endoftext|>",
-        additional_special_tokens=["<|im_start|>"],
-        clean_up_tokenization_spaces=False,
-    )
+    tokenizer = qwen3_chat_tokenizer(backend, model_max_length=4096)
     tokenizer.add_tokens(TEXT_TOKENS)
-    tokenizer.chat_template = QWEN3_TEMPLATE
-    tokenizer.model_max_length = 4096
     return tokenizer
 
 

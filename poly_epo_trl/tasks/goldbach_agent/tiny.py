@@ -32,6 +32,12 @@ def train_tokenizer(texts: Iterable[str], vocab_size: int = 600) -> PreTrainedTo
         show_progress=False,
     )
     backend.train_from_iterator(texts, trainer)
+    return qwen3_chat_tokenizer(backend, model_max_length=512)
+
+
+def qwen3_chat_tokenizer(backend: Tokenizer, model_max_length: int) -> PreTrainedTokenizerFast:
+    """``backend`` as a transformers tokenizer with Qwen3's end, padding and turn tokens and TRL's Qwen3 chat
+    template."""
     tokenizer = PreTrainedTokenizerFast(
         tokenizer_object=backend,
         eos_token="<|im_end|>",
@@ -40,5 +46,5 @@ def train_tokenizer(texts: Iterable[str], vocab_size: int = 600) -> PreTrainedTo
         clean_up_tokenization_spaces=False,
     )
     tokenizer.chat_template = QWEN3_TEMPLATE
-    tokenizer.model_max_length = 512
+    tokenizer.model_max_length = model_max_length
     return tokenizer
