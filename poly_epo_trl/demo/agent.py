@@ -42,7 +42,7 @@ from ..evaluation.report import across_seeds, format_table, problem_metrics, see
 from ..tasks.goldbach_agent import GoldbachEnvironment, make_prompt, plan_judge, rows, submitted_pair
 from ..tasks.sum_pair import HELD_OUT_TOTALS
 from ..trainer import FiniteRewardsGRPOTrainer, PolyEPOConfig, PolyEPOTrainer
-from .run import COLORS, LABELS
+from .run import COLORS, LABELS, poly_epo_vs_grpo
 
 METHODS = ("grpo", "poly_epo")
 TRAINERS = {"grpo": FiniteRewardsGRPOTrainer, "poly_epo": PolyEPOTrainer}
@@ -241,11 +241,7 @@ def run_agent_demo(s: AgentSettings, out: Path) -> dict[str, Any]:
     finals = {"warm": list(warm.values())} | {m: [run["final"] for run in runs[m].values()] for m in s.methods}
     summary = {LABELS[m]: across_seeds(values) for m, values in finals.items()}
     report: dict[str, Any] = {"settings": asdict(s), "warm_start": warm, "summary": summary, "runs": runs}
-    if "grpo" in runs and "poly_epo" in runs:
-        grpo, poly = summary[LABELS["grpo"]], summary[LABELS["poly_epo"]]
-        distinct = [x["distinct_correct_clusters"]["mean"] for x in (poly, grpo)]
-        report["distinct_ratio_poly_epo_vs_grpo"] = distinct[0] / max(distinct[1], 1e-9)
-        report["pass_at_1_gap_points"] = 100 * (poly["pass_at_k"]["mean"][0] - grpo["pass_at_k"]["mean"][0])
+    report.update(poly_epo_vs_grpo(summary))
     report["seconds"] = time.perf_counter() - start
     (out / "results.json").write_text(json.dumps(report, indent=2))
     curves = {LABELS[m]: [run["curve"] for run in by_seed.values()] for m, by_seed in runs.items()}
