@@ -13,10 +13,19 @@ import json
 import random
 from collections.abc import Callable
 from pathlib import Path
+from typing import ClassVar
 
 import torch
+import trl
+from PIL import Image
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers
-from transformers import PreTrainedTokenizerFast
+from transformers import (
+    PreTrainedTokenizerFast,
+    Qwen2VLImageProcessorPil,
+    Qwen3VLConfig,
+    Qwen3VLForConditionalGeneration,
+    Qwen3VLProcessor,
+)
 
 from poly_epo_trl.tasks.goldbach_agent.tiny import TEXT_TOKENS, qwen3_chat_tokenizer
 from poly_epo_trl.tasks.sum_pair.tiny import build_tiny_model
@@ -46,6 +55,67 @@ def save_tool_model(directory: Path, seed: int = 0) -> Path:
     model.save_pretrained(directory)
     tokenizer.save_pretrained(directory)
     return directory
+
+
+class ImageOnlyQwen3VLProcessor(Qwen3VLProcessor):
+    """Qwen3-VL's processor without its video processor. transformers builds video processors on torchvision, and
+    the only torchvision these machines can install (PyPI's) is built for CUDA torch and fails to import with the CPU
+    build. Images, the only thing a tool returns here, go through Qwen3-VL's own image path (its PIL processor)."""
+
+    @classmethod
+    def get_attributes(cls) -> list[str]:
+        return ["image_processor", "tokenizer"]
+
+
+VISION_TOKENS = ["<|vision_start|>", "<|vision_end|>", "<|image_pad|>", "<|video_pad|>"]
+
+
+def save_vision_tool_model(directory: Path, seed: int = 0) -> ImageOnlyQwen3VLProcessor:
+    """A tiny Qwen3-VL (about 130k parameters, 16-pixel patches merged 2x2: a 32x32 image is one image token) saved
+    to ``directory``, and its processor: the tool tokenizer with Qwen3-VL's vision tokens and TRL's Qwen3-VL chat
+    template, which TRL's tool loop recognises."""
+    template = (Path(trl.__file__).parent / "chat_templates" / "qwen3_vl.jinja").read_text()
+    tokenizer = build_tool_tokenizer()
+    tokenizer.add_special_tokens({"additional_special_tokens": ["<|im_start|>", *VISION_TOKENS]})
+    tokenizer.chat_template = template
+    pixels = {"shortest_edge": 32 * 32, "longest_edge": 64 * 64}
+    image_processor = Qwen2VLImageProcessorPil(patch_size=16, merge_size=2, temporal_patch_size=2, size=pixels)
+    processor = ImageOnlyQwen3VLProcessor(image_processor=image_processor, tokenizer=tokenizer, chat_template=template)
+    names = ["vision_start", "vision_end", "image", "video"]
+    ids = dict(zip(names, tokenizer.convert_tokens_to_ids(VISION_TOKENS), strict=True))
+    text = dict(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        head_dim=16,
+        max_position_embeddings=4096,
+        rope_parameters={"rope_type": "default", "rope_theta": 1e4, "mrope_section": [2, 3, 3]},
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+    )
+    vision = dict(
+        depth=1,
+        hidden_size=32,
+        intermediate_size=64,
+        num_heads=2,
+        patch_size=16,
+        spatial_merge_size=2,
+        temporal_patch_size=2,
+        out_hidden_size=32,
+        deepstack_visual_indexes=[0],
+        num_position_embeddings=16,
+    )
+    torch.manual_seed(seed)
+    config = Qwen3VLConfig(
+        text_config=text,
+        vision_config=vision,
+        **{f"{name}_token_id": token for name, token in ids.items()},
+    )
+    Qwen3VLForConditionalGeneration(config).save_pretrained(directory)
+    return processor
 
 
 def tool_call(name: str, **arguments) -> str:
@@ -122,6 +192,32 @@ class Counter:
     def get_reward(self) -> float:
         return float(self.value == self.target)
 
+
+class Easel:
+    """An environment with a tool that returns an image: a 32x32 picture in the row's ``colour``. The task is to
+    name the colour; the reward, the environment's, is whether the agent looked before answering."""
+
+    COLOURS: ClassVar[dict[str, tuple[int, int, int]]] = {"red": (200, 20, 20), "blue": (20, 20, 200)}
+
+    def reset(self, colour: str = "red", **kwargs) -> None:
+        self.colour, self.looked = colour, False
+
+    def look(self) -> list[dict]:
+        """
+        Look at the picture.
+
+        Returns:
+            The picture and its caption.
+        """
+        self.looked = True
+        picture = Image.new("RGB", (32, 32), self.COLOURS[self.colour])
+        return [{"type": "image", "image": picture}, {"type": "text", "text": "the picture"}]
+
+    def get_reward(self) -> float:
+        return float(self.looked)
+
+
+EASEL_PLANS = {"look": [tool_call("look"), "It is red."], "guess": ["It is blue."]}
 
 COUNTER_PLANS = {
     "add": [tool_call("add", n=4), "It is 4."],

@@ -1,6 +1,7 @@
 """Agents trained with PolyEPOTrainer and GRPODivTrainer as with GRPOTrainer: ``tools``, one and several
 ``environment_factory`` environments, rewards and data owned by the environment, ``rollout_func``, malformed tool
-calls; the judge reads whole trajectories (roles, tool calls, tool results, in order).
+calls, a tool returning an image to a vision-language model; the judge reads whole trajectories (roles, tool calls,
+tool results, in order).
 
 Generation is scripted (``agents.scripted_generate``), as in TRL's own agent tests: a tiny random model never writes
 a tool call. TRL's tool loop, response parser, environments and loss, and our judging and advantages, run for real.
@@ -14,7 +15,17 @@ from unittest.mock import patch
 
 import pytest
 import torch
-from agents import COUNTER_PLANS, Counter, plan_script, save_tool_model, scripted_generate, tool_call
+from agents import (
+    COUNTER_PLANS,
+    EASEL_PLANS,
+    Counter,
+    Easel,
+    plan_script,
+    save_tool_model,
+    save_vision_tool_model,
+    scripted_generate,
+    tool_call,
+)
 from datasets import Dataset
 from transformers import AutoTokenizer
 
@@ -254,6 +265,48 @@ def test_a_rollout_function(trainer_cls, model_dir, tmp_path):
     trainer.train()
     assert [final_text(c) for c in judge.groups[0]] == answers * 2
     assert trainer.last_set_batch.rewards[0].tolist() == [1.0, 0.0, 0.0, 0.0] * 2
+    check_set_advantages(trainer)
+
+
+@pytest.mark.parametrize("trainer_cls", TRAINERS)
+def test_a_tool_returning_an_image_to_a_vision_language_model(trainer_cls, tmp_path):
+    model_dir = tmp_path / "vlm"
+    processor = save_vision_tool_model(model_dir)
+    judge = PlanJudge()
+    prompt = [{"role": "user", "content": [{"type": "text", "text": "Which colour?"}]}]
+    rows = Dataset.from_dict({"prompt": [prompt] * 4, "colour": ["red"] * 4})
+    trainer = trainer_cls(
+        model=str(model_dir),
+        processing_class=processor,
+        args=config(tmp_path),
+        train_dataset=rows,
+        environment_factory=Easel,
+        judge=judge,
+    )
+    image_token = processor.tokenizer.convert_tokens_to_ids("<|image_pad|>")
+    seen = []  # (image tokens in the batch, pixel rows) of each forward pass that got pixels
+
+    def record(module, args, kwargs) -> None:
+        if kwargs.get("pixel_values") is not None:
+            seen.append((int((kwargs["input_ids"] == image_token).sum()), kwargs["pixel_values"].shape[0]))
+
+    trainer.model.register_forward_pre_hook(record, with_kwargs=True)
+    script = plan_script(EASEL_PLANS)
+    with patch.object(trainer.model, "generate", side_effect=scripted_generate(processor.tokenizer, script)):
+        trainer.train()
+    looked = [c for group in judge.groups for c in group if c[0].get("tool_calls")]
+    assert looked and len(looked) < 2 * 8, "every rollout or none looked: the plans were not mixed"
+    for c in looked:
+        # the image crossed processes as a placeholder, its caption as text, between the call and the answer
+        assert roles(c) == ["assistant", "tool", "assistant"]
+        assert c[1]["content"] == [{"type": "image"}, {"type": "text", "text": "the picture"}]
+        assert c[-1]["content"] == "It is red."
+    # each step's loss forward pass saw that step's pictures: one image token per look (4 merged 16-pixel patches)
+    looks = [sum(bool(c[0].get("tool_calls")) for c in group) for group in judge.groups]
+    assert seen == [(n, 4 * n) for n in looks]
+    batch = trainer.last_set_batch
+    last = judge.groups[-1]
+    assert batch.rewards.flatten().tolist()[: len(last)] == [float(bool(c[0].get("tool_calls"))) for c in last]
     check_set_advantages(trainer)
 
 
