@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -251,8 +252,14 @@ def local_format(path: Path) -> str | None:
     return "json" if kind == "jsonl" else kind
 
 
-def format_dataset(dataset: Dataset, args: DatasetArguments, max_rows: int | None = None) -> Dataset:
-    """Rows with ``prompt`` (problem + instruction, as chat messages or text) and ``answer`` / ``tests``."""
+def format_dataset(
+    dataset: Dataset, args: DatasetArguments, max_rows: int | None = None, keep: Sequence[str] = ()
+) -> Dataset:
+    """Rows with ``prompt`` (problem + instruction, as chat messages or text) and ``answer`` / ``tests``, and the
+    columns in ``keep`` as they are (what an environment's ``reset`` or a reward reads)."""
+    missing = [column for column in keep if column not in dataset.column_names]
+    if missing:
+        raise RecipeError(f"keep_columns names {missing}, not in the dataset; its columns are {dataset.column_names}.")
     wanted = {"prompt_column": args.prompt_column}
     if args.answer_column:
         wanted["answer_column"] = args.answer_column
@@ -264,7 +271,8 @@ def format_dataset(dataset: Dataset, args: DatasetArguments, max_rows: int | Non
         if column not in dataset.column_names:
             raise RecipeError(
                 f"The dataset has no column {column!r} ({option}); its columns are {dataset.column_names}. "
-                f"Set {option} to one of them."
+                f"Set {option} to one of them"
+                + (", or null if no reward reads it." if option != "prompt_column" else ".")
             )
 
     def to_prompt(row: dict[str, Any]) -> dict[str, Any]:
@@ -288,9 +296,9 @@ def format_dataset(dataset: Dataset, args: DatasetArguments, max_rows: int | Non
 
     if max_rows is not None:
         dataset = dataset.select(range(min(max_rows, len(dataset))))
-    keep = {"prompt", "answer", "tests", "entry_point", "setup_code"}
-    read = {args.prompt_column, args.code_setup_column}
-    remove = [c for c in dataset.column_names if c not in keep or c in read]
+    kept = {"prompt", "answer", "tests", "entry_point", "setup_code", *keep}
+    read = {args.prompt_column, args.code_setup_column} - set(keep)
+    remove = [c for c in dataset.column_names if c not in kept or c in read]
     return dataset.map(to_prompt, remove_columns=remove)
 
 

@@ -44,10 +44,11 @@ def import_callable(spec: str, what: str, unknown_hint: str) -> Callable:
 
 class Registry(Generic[T]):
     """Pieces of one kind by name. ``what`` names the kind in errors; ``own`` says what the user's own piece is
-    (for the hint of an unknown name), or None when user pieces are not imported by this registry."""
+    (for the hint of an unknown name), or None when user pieces are not imported by this registry; ``form`` is how
+    a recipe writes one."""
 
-    def __init__(self, what: str, own: str | None = None) -> None:
-        self.what, self.own = what, own
+    def __init__(self, what: str, own: str | None = None, form: str = "package.module:function") -> None:
+        self.what, self.own, self.form = what, own, form
         self._entries: dict[str, T] = {}
 
     def register(self, name: str) -> Callable[[T], T]:
@@ -71,7 +72,7 @@ class Registry(Generic[T]):
 
     def hint(self) -> str:
         """What may be named: the registered names, and the ``package.module:function`` form when it applies."""
-        own = f" or 'package.module:function' for {self.own}" if self.own else ""
+        own = f" or '{self.form}' for {self.own}" if self.own else ""
         return f"use one of {self.names()}{own}."
 
     def get(self, spec: str) -> T:

@@ -33,6 +33,14 @@ from .data import (
     refuse_training_rows,
     save_training_problems,
 )
+from .environments import (
+    MULTI_ENVIRONMENT_COLUMN,
+    check_environment_column,
+    describe_environment,
+    reset_columns,
+    resolve_environments,
+    resolve_tools,
+)
 from .evaluation.callback import PassAtKCallback
 from .evaluation.sampling import SamplingSettings
 from .evaluation.scoring import Scorer
@@ -56,9 +64,35 @@ class ScriptArguments(DatasetArguments):
 
     dataset_train_split: str = field(default="train", metadata={"help": "Split to train on."})
     max_train_samples: int | None = field(default=None, metadata={"help": "Keep only the first rows (smoke tests)."})
-    reward_funcs: list[str] = field(
-        default_factory=lambda: ["math"],
-        metadata={"help": "Rewards by name: 'math', 'code', 'sum_pair', or 'package.module:function'."},
+    reward_funcs: list[str] | None = field(
+        default=None,
+        metadata={
+            "help": "Rewards by name: 'math', 'code', 'sum_pair', or 'package.module:function'. Unset: ['math'], or "
+            "none with environment_factory (its get_reward is the reward)."
+        },
+    )
+    environment_factory: dict[str, str] | str | None = field(
+        default=None,
+        metadata={
+            "help": "Train an agent (TRL's environment_factory): an environment class, registered ('goldbach_agent') "
+            "or 'package.module:Class'. Each rollout gets an instance; reset(**row) starts its episode, its public "
+            "methods are the agent's tools, and a get_reward() method is a reward. A mapping {name: class} plays "
+            "several, each row naming its own in an 'environment' column."
+        },
+    )
+    tools: list[str] | None = field(
+        default=None,
+        metadata={
+            "help": "Tool functions the agent may call (TRL's tools), registered or 'package.module:function', each "
+            "with type hints and a Google-style docstring."
+        },
+    )
+    keep_columns: list[str] | None = field(
+        default=None,
+        metadata={
+            "help": "Dataset columns passed on as they are to the rewards and the environment's reset. The columns "
+            "reset names as parameters (and 'environment') are kept without being listed."
+        },
     )
     trainer: str = field(
         default="poly_epo", metadata={"help": "'poly_epo', 'grpo' (Dr.GRPO baseline) or 'grpo_div' (GRPO+DIV)."}
@@ -95,7 +129,9 @@ class ScriptArguments(DatasetArguments):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if not self.reward_funcs:
+        if self.reward_funcs is None:
+            self.reward_funcs = [] if self.environment_factory else ["math"]
+        if not self.reward_funcs and not self.environment_factory:
             raise RecipeError("reward_funcs is empty: name at least one reward, e.g. [math].")
         if self.max_train_samples is not None and self.max_train_samples < 1:
             raise RecipeError(
@@ -144,15 +180,77 @@ def check_judge(judge: ClusteringJudge, budget: float = PROBE_BUDGET_SECONDS) ->
         judge.pop_latencies()
 
 
-def load_tokenizer(model_args: ModelConfig) -> Any:
-    """The policy's tokenizer (prompt lengths are counted in its tokens)."""
+def load_tokenizer(model_args: ModelConfig, needed_by: str = "max_prompt_tokens") -> Any:
+    """The policy's tokenizer (prompt lengths are counted in its tokens; agents need its chat template)."""
     from transformers import AutoTokenizer
 
     path = resolve_model(model_args.model_name_or_path)
     try:
         return AutoTokenizer.from_pretrained(path, revision=model_args.model_revision)
     except OSError as error:
-        raise RecipeError(f"max_prompt_tokens needs the model's tokenizer: {error}") from None
+        raise RecipeError(f"{needed_by} needs the model's tokenizer: {error}") from None
+
+
+def agent_parts(script_args: ScriptArguments, table: Any, rewards: list[Any]) -> dict[str, Any]:
+    """The trainer's ``environment_factory`` and ``tools`` from the recipe, and the dataset columns the environments'
+    ``reset`` reads; empty for a recipe without agents. RecipeError for what TRL would stop on later: a name that
+    does not import, an environment without ``reset``, a tool the model cannot be told about, no reward at all, a
+    ``reset`` parameter that is not a column, a row naming an environment that is not there."""
+    spec, tool_specs = script_args.environment_factory, script_args.tools or []
+    if spec is None and not tool_specs:
+        return {}
+    columns = table.column_names
+    if not script_args.chat_format:
+        raise RecipeError("environment_factory and tools need conversational prompts: set chat_format: true.")
+    if script_args.eval_dataset_name:
+        raise RecipeError(
+            "eval_dataset_name: the held-out evaluation samples single completions and does not play environments "
+            "or call tools; leave it unset for agents (the agent example evaluates by playing episodes)."
+        )
+    parts: dict[str, Any] = {"columns": []}
+    try:
+        if tool_specs:
+            parts["tools"] = resolve_tools(tool_specs)
+        if spec is not None:
+            factories = resolve_environments(spec)
+            named = factories if isinstance(factories, dict) else {str(spec): factories}
+            infos = [describe_environment(name, factory) for name, factory in named.items()]
+            parts["environment_factory"] = factories
+            parts["columns"] = reset_columns(infos, columns, given=("prompt", "answer", "tests"))
+    except ValueError as error:
+        field_name = "tools" if "tools" not in parts else "environment_factory"
+        raise RecipeError(f"{field_name}: {error}") from None
+    if spec is None:
+        return parts
+    if not rewards and not any(info.owns_reward for info in infos):
+        raise RecipeError(
+            f"reward_funcs is empty and environment_factory={spec!r} has no get_reward method: name a reward, or "
+            "give the environment a get_reward()."
+        )
+    if isinstance(factories, dict):
+        if MULTI_ENVIRONMENT_COLUMN not in columns:
+            raise RecipeError(
+                f"environment_factory names several environments ({sorted(factories)}): each row needs an "
+                f"'{MULTI_ENVIRONMENT_COLUMN}' column naming one; the columns are {columns}."
+            )
+        try:
+            check_environment_column(list(factories), table[MULTI_ENVIRONMENT_COLUMN])
+        except ValueError as error:
+            raise RecipeError(f"environment_factory: {error}.") from None
+        parts["columns"].append(MULTI_ENVIRONMENT_COLUMN)
+    return parts
+
+
+def check_tool_template(tokenizer: Any) -> None:
+    """RecipeError when the model's chat template cannot render a tool-calling conversation (TRL's test)."""
+    from trl.chat_template_utils import supports_tool_calling
+
+    if not supports_tool_calling(tokenizer):
+        raise RecipeError(
+            "environment_factory and tools: the model's chat template cannot render tool calls and tool results "
+            "(TRL's supports_tool_calling). Use a model whose template does (Qwen3, Qwen2.5, Llama 3.1, ...), or save "
+            "such a template with the model's tokenizer (chat_template.jinja)."
+        )
 
 
 def check_quantization(model_args: ModelConfig) -> None:
@@ -176,8 +274,12 @@ def build(script_args: ScriptArguments, training_args: PolyEPOConfig, model_args
             f"reward_weights has {len(training_args.reward_weights)} entries for {len(rewards)} rewards."
         )
     table = load_rows(script_args, script_args.dataset_train_split)
+    agent = agent_parts(script_args, table, rewards)
+    if agent:
+        check_tool_template(load_tokenizer(model_args, "environment_factory and tools"))
     trained = problem_fingerprints(table, script_args.prompt_column, script_args.max_train_samples)
-    dataset = format_dataset(table, script_args, script_args.max_train_samples)
+    keep = [*(script_args.keep_columns or []), *agent.pop("columns", [])]
+    dataset = format_dataset(table, script_args, script_args.max_train_samples, keep=list(dict.fromkeys(keep)))
     if script_args.max_prompt_tokens is not None and len(dataset):
         dataset, dropped = drop_long_prompts(dataset, load_tokenizer(model_args), script_args.max_prompt_tokens)
         logger.info("max_prompt_tokens=%d: dropped %d overlong prompts", script_args.max_prompt_tokens, dropped)
@@ -218,6 +320,7 @@ def build(script_args: ScriptArguments, training_args: PolyEPOConfig, model_args
                 f"eval_dataset_name={script_args.eval_dataset_name!r} (split {script_args.dataset_test_split!r})",
             )
     return {
+        **agent,
         "reward_funcs": rewards,
         "train_dataset": dataset,
         "judge": judge,
@@ -337,6 +440,7 @@ def run(
     training_args.model_init_kwargs = model_init_kwargs(model_args, training_args)
     cls = TRAINERS[script_args.trainer]
     kwargs = {"judge": parts["judge"]} if cls is not FiniteRewardsGRPOTrainer else {}
+    kwargs.update({key: parts[key] for key in ("environment_factory", "tools") if key in parts})
     trainer = cls(
         model=model,
         reward_funcs=parts["reward_funcs"],

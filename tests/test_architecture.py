@@ -17,6 +17,7 @@ FLOORS = {
     "models": 1,
     "advantages": 1,
     "data": 2,
+    "environments": 2,
     "rewards": 2,
     "judges": 2,
     "evaluation": 3,

@@ -90,13 +90,12 @@ def test_every_recipe_validates(recipe_path, tmp_path, judge_url, monkeypatch):
     if recipe.get("judge_base_url"):
         argv += ["--judge_base_url", judge_url]
     parts = main(argv)
+    script_args, _, _ = parse(argv)  # the recipe's values, with what a built-in task fills in
     row = parts["train_dataset"][0]
     assert row["prompt"]
-    if recipe.get("chat_format", True):
-        assert row["prompt"][-1]["role"] == "user" and row["prompt"][-1]["content"].endswith(
-            recipe.get("instruction", "Please reason step by step, and put your final answer within \\boxed{}.")
-        )
-    assert len(parts["reward_funcs"]) == len(recipe["reward_funcs"])
+    if script_args.chat_format:
+        assert row["prompt"][-1]["role"] == "user" and row["prompt"][-1]["content"].endswith(script_args.instruction)
+    assert len(parts["reward_funcs"]) == len(script_args.reward_funcs) == len(recipe.get("reward_funcs", []))
 
 
 def test_paper_recipes_differ_only_where_they_should():

@@ -17,9 +17,11 @@ from typing import Any
 from datasets import Dataset
 
 from ...constants import DEGENERATE_CLUSTER_ID
+from ...environments import ENVIRONMENTS
 from ...judges import CallableJudge, ClusteringJudge
 from ...judges.specs import JUDGES, JudgeOptions
 from ...models import MODELS
+from ..base import TASKS, Task
 from ..prime_pair import TRAIN_TOTALS, is_prime
 from ..sum_pair import HELD_OUT_TOTALS
 from ..sum_pair import make_prompt as _pair_prompt
@@ -31,6 +33,7 @@ def make_prompt(total: int) -> list[dict[str, str]]:
     return [{"role": "user", "content": _pair_prompt(total)}]
 
 
+@ENVIRONMENTS.register("goldbach_agent")
 class GoldbachEnvironment:
     """One episode per rollout: ``reset(total=S)``, then the agent's ``submit`` calls; ``get_reward`` scores the
     last submission."""
@@ -98,7 +101,32 @@ def warm_start_model() -> str:
 
 
 def rows(split: str) -> Dataset:
-    """The held-out even sums for ``test``, the other even sums in 10..98 otherwise: a conversational ``prompt``
-    and the ``total`` that ``GoldbachEnvironment.reset`` reads."""
+    """The held-out even sums for ``test``, the other even sums in 10..98 otherwise: the ``problem`` text, as a
+    conversational ``prompt`` too (for trainers given the rows directly), and the ``total`` that
+    ``GoldbachEnvironment.reset`` reads."""
     totals = HELD_OUT_TOTALS if split == "test" else TRAIN_TOTALS
-    return Dataset.from_dict({"prompt": [make_prompt(s) for s in totals], "total": list(totals)})
+    return Dataset.from_dict(
+        {
+            "prompt": [make_prompt(s) for s in totals],
+            "problem": [_pair_prompt(s) for s in totals],
+            "total": list(totals),
+        }
+    )
+
+
+TASK = TASKS.register("goldbach_agent")(
+    Task(
+        rows=rows,
+        reward=None,  # the environment's get_reward
+        judge="goldbach_agent",
+        model="goldbach_agent",
+        settings={
+            "environment_factory": "goldbach_agent",
+            "prompt_column": "problem",
+            "answer_column": None,
+            "instruction": "",
+            "max_completion_length": 128,
+            "max_tool_calling_iterations": 1,  # a submit call, then the last word
+        },
+    )
+)
