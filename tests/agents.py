@@ -193,6 +193,76 @@ class Counter:
         return float(self.value == self.target)
 
 
+class Lamp:
+    """A second environment: a lamp to switch on. Each reset's arguments (the row's columns) are recorded."""
+
+    resets: ClassVar[list[dict]] = []
+
+    def reset(self, target: int = 4, **kwargs) -> None:
+        Lamp.resets.append({"target": target, **kwargs})
+        self.on = False
+
+    def switch(self) -> str:
+        """
+        Switch the lamp on.
+
+        Returns:
+            The lamp's state.
+        """
+        self.on = True
+        return "on"
+
+    def get_reward(self) -> float:
+        return float(self.on)
+
+
+class Dial:
+    """An environment without ``get_reward``: its reward has to come from reward functions."""
+
+    def reset(self, **kwargs) -> None:
+        self.value = 0
+
+    def turn(self) -> int:
+        """
+        Turn the dial one notch.
+
+        Returns:
+            The dial's position.
+        """
+        self.value += 1
+        return self.value
+
+
+class NoReset:
+    """Not an environment: TRL starts each episode with ``reset``, which this class lacks."""
+
+
+def shout(word: str) -> str:
+    """
+    Shout a word.
+
+    Args:
+        word: The word to shout.
+
+    Returns:
+        The word in capitals.
+    """
+    return word.upper()
+
+
+def mumble(word):
+    return word
+
+
+NOTES_SEEN: list[str] = []
+
+
+def note_reward(completions: list, note: list[str], **kwargs) -> list[float]:
+    """A reward that records the ``note`` column it is given (a column a recipe keeps with keep_columns)."""
+    NOTES_SEEN.extend(note)
+    return [0.0] * len(completions)
+
+
 class Easel:
     """An environment with a tool that returns an image: a 32x32 picture in the row's ``colour``. The task is to
     name the colour; the reward, the environment's, is whether the agent looked before answering."""
