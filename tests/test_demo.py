@@ -94,3 +94,9 @@ def test_demo_numbers_are_what_poly_epo_eval_reports(tmp_path):
 def test_demo_rejects_a_missing_checkpoint(tmp_path):
     with pytest.raises(SystemExit, match="no such directory"):
         main(["--out", str(tmp_path), "--checkpoint", str(tmp_path / "nothing")])
+
+
+def test_demo_sends_an_agent_task_to_the_agent_demo(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        main(["--out", str(tmp_path), "--task", "goldbach_agent"])
+    assert "run `poly-epo agent-demo`" in capsys.readouterr().err

@@ -173,6 +173,8 @@ def parse_args(argv: list[str] | None = None) -> tuple[DemoSettings, Path]:
     args = parser.parse_args(argv)
     if args.task not in TASKS:
         parser.error(f"--task {args.task!r}: {TASKS.hint()}")
+    if "environment_factory" in TASKS.get(args.task).settings:
+        parser.error(f"--task {args.task!r} is an agent task: run `poly-epo agent-demo`.")
     return DemoSettings(**{f.name: getattr(args, f.name) for f in fields(DemoSettings)}), args.out
 
 
