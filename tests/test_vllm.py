@@ -138,23 +138,25 @@ def test_colocate_generation_follows_the_trained_weights(tmp_path, trainer, lora
     assert result["engine_vs_initial"] > 1e-2
 
 
-@pytest.mark.parametrize("trainer", ["poly_epo", "grpo_div"])
-def test_an_agent_calls_its_environment_on_colocated_vllm(tmp_path, trainer):
-    """environment_factory on vLLM: the agent task's warm start calls ``submit`` through TRL's tool loop on the
-    engine's generations, the environment scores it, and the judge receives whole trajectories."""
-    tmp_path.mkdir(parents=True, exist_ok=True)
+def run_agent(out: Path, trainer: str, *server_port: str) -> dict:
+    out.mkdir(parents=True, exist_ok=True)
     process = subprocess.run(
-        [sys.executable, str(TESTS / "vllm_agent_run.py"), str(tmp_path), trainer],
+        [sys.executable, str(TESTS / "vllm_agent_run.py"), str(out), trainer, *server_port],
         env=ENV,
         capture_output=True,
         text=True,
         timeout=600,
     )
     assert process.returncode == 0, process.stderr[-4000:]
-    result = json.loads((tmp_path / "result.json").read_text())
+    return json.loads((out / "result.json").read_text())
+
+
+def check_agent_run(result: dict) -> None:
+    """Two steps in which the warm start calls ``submit`` in most rollouts, the environment scores them, training
+    scores every model turn (before and after the tool result) as the engine sampled it, and the judge receives each
+    whole trajectory, the tool's answer being the environment's."""
     steps = step_logs(result)
     assert len(steps) == 2 and all(s["tools/call_frequency"] > 0.5 for s in steps), steps
-    # every model turn (before and after the tool result) is scored by training as the engine sampled it
     assert all(s["sampling/sampling_logp_difference/mean"] < 1e-5 for s in steps), steps
     assert any(s["rewards/GoldbachEnvironment/mean"] > 0 for s in steps), steps
     assert len(result["received"]) == 2 * 16
@@ -164,6 +166,12 @@ def test_an_agent_calls_its_environment_on_colocated_vllm(tmp_path, trainer):
         call = trajectory[0]["tool_calls"][0]["function"]
         p, q = call["arguments"]["p"], call["arguments"]["q"]
         assert call["name"] == "submit" and trajectory[1]["content"] == f"{p}+{q}={p + q}"
+
+
+@pytest.mark.parametrize("trainer", ["poly_epo", "grpo_div"])
+def test_an_agent_calls_its_environment_on_colocated_vllm(tmp_path, trainer):
+    """environment_factory on a colocated engine."""
+    check_agent_run(run_agent(tmp_path, trainer))
 
 
 def test_vllm_default_dtype_explains_the_sampling_gap(tmp_path):
@@ -214,6 +222,29 @@ def test_server_generation_syncs_weights_into_trl_vllm_serve(policy_server, tmp_
     assert all(s["sampling/sampling_logp_difference/mean"] < 1e-5 for s in steps), steps
     assert result["engine_vs_trained"] < 1e-5
     assert result["engine_vs_initial"] > 1e-2
+
+
+@pytest.fixture(scope="module")
+def agent_server(tmp_path_factory):
+    from poly_epo_trl.models import resolve_model
+
+    model = resolve_model("builtin:goldbach_agent")
+    port = free_port()
+    argv = [str(Path(sys.executable).parent / "trl"), "vllm-serve", "--model", model, "--port", str(port)]
+    argv += ["--gpu_memory_utilization", CPU_MEMORY_SHARE, "--max_model_len", "256", "--dtype", "float32"]
+    server = Server([*argv, "--enforce_eager"], port, tmp_path_factory.mktemp("agent_server") / "server.log")
+    yield server.start(), model
+    server.stop()
+
+
+@pytest.mark.parametrize("trainer", ["poly_epo", "grpo_div"])
+def test_an_agent_calls_its_environment_on_trl_vllm_serve(agent_server, tmp_path, trainer):
+    """environment_factory with server generation: each turn of TRL's tool loop is a request to ``trl vllm-serve``,
+    and the weights trained at step 1 are synced into the server before step 2 samples."""
+    server, model = agent_server
+    reset = {"method": "reload_weights", "kwargs": {"weights_path": model}}  # undo an earlier test's sync
+    requests.post(f"{server.url}/collective_rpc", json=reset, timeout=60).raise_for_status()
+    check_agent_run(run_agent(tmp_path, trainer, str(server.port)))
 
 
 # --- poly-epo eval on vLLM ---

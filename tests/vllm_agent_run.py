@@ -1,8 +1,9 @@
-"""An agent trained with colocated vLLM generation, in its own process: the agent task's warm start calls
-``submit`` on ``GoldbachEnvironment`` (``environment_factory``), TRL's tool loop runs on the engine's generations.
+"""An agent trained with vLLM generation, in its own process: the agent task's warm start calls ``submit`` on
+``GoldbachEnvironment`` (``environment_factory``), TRL's tool loop runs on the engine's generations: a colocated
+engine, or ``trl vllm-serve`` on a port.
 
-``python vllm_agent_run.py <out_dir> <trainer>`` trains two steps and writes ``result.json``: the per-step log and
-every trajectory the judge received (as messages)."""
+``python vllm_agent_run.py <out_dir> <trainer> [<server port>]`` trains two steps and writes ``result.json``: the
+per-step log and every trajectory the judge received (as messages)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from poly_epo_trl.tasks.goldbach_agent import GoldbachEnvironment, plan_judge, r
 TRAINERS = {"poly_epo": PolyEPOTrainer, "grpo_div": GRPODivTrainer}
 
 
-def main(out: Path, trainer_name: str) -> None:
+def main(out: Path, trainer_name: str, server_port: int | None = None) -> None:
     os.environ["TRL_EXPERIMENTAL_SILENCE"] = "1"
     received: list = []
 
@@ -43,7 +44,9 @@ def main(out: Path, trainer_name: str) -> None:
         bf16=False,
         activation_checkpointing=False,
         use_vllm=True,
-        vllm_mode="colocate",
+        vllm_mode="server" if server_port else "colocate",
+        vllm_server_base_url=f"http://127.0.0.1:{server_port}" if server_port else None,
+        vllm_server_timeout=120,
         vllm_gpu_memory_utilization=0.15,
         vllm_max_model_length=256,
         vllm_dtype="policy",  # the engine samples in float32: sampling and training log-probs agree
@@ -62,4 +65,4 @@ def main(out: Path, trainer_name: str) -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]), sys.argv[2])
+    main(Path(sys.argv[1]), sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else None)
