@@ -174,6 +174,52 @@ def test_an_agent_calls_its_environment_on_colocated_vllm(tmp_path, trainer):
     check_agent_run(run_agent(tmp_path, trainer))
 
 
+@pytest.mark.parametrize("trainer", ["poly_epo", "grpo_div"])
+def test_a_rollout_function_plays_its_own_episodes_on_colocated_vllm(tmp_path, trainer):
+    """rollout_func as TRL's OpenEnv examples write it: two vLLM turns around a tool turn the function appends
+    itself, masked with ``env_mask``; its extra fields are the rewards."""
+    import torch
+
+    from poly_epo_trl import marginal_set_advantages
+    from poly_epo_trl.advantages import diversity_bonus
+    from poly_epo_trl.tasks.prime_pair import is_prime
+
+    out = tmp_path / "run"
+    out.mkdir(parents=True)
+    process = subprocess.run(
+        [sys.executable, str(TESTS / "vllm_rollout_run.py"), str(out), trainer],
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert process.returncode == 0, process.stderr[-4000:]
+    result = json.loads((out / "result.json").read_text())
+    steps = step_logs(result)
+    # the tool turn is not scored as the model's: on both model turns, training agrees with what the engine sampled
+    assert len(steps) == 3 and all(s["sampling/sampling_logp_difference/mean"] < 1e-5 for s in steps), steps
+
+    def correct(episode: dict) -> bool:
+        pair = episode["pair"]
+        return pair is not None and sum(pair) == episode["total"] and is_prime(pair[0]) and is_prime(pair[1])
+
+    episodes = result["episodes"]
+    assert len(episodes) == 3 * 32 and any(correct(e) for e in episodes)
+    # each trajectory the judge got carries its episode's submission, in order
+    judged = [t[0].get("tool_calls", [{}])[0].get("function", {}).get("arguments") for t in result["received"]]
+    assert [sorted(a.values()) if a else None for a in judged] == [e["pair"] for e in episodes]
+    # the last batch's rewards: the environment's, plus 0.5 for a pair summing to S, episode by episode
+    last = episodes[-32:]
+    expected = [float(correct(e)) + 0.5 * (e["pair"] is not None and sum(e["pair"]) == e["total"]) for e in last]
+    rewards, clusters = torch.tensor(result["rewards"]), torch.tensor(result["cluster_ids"])
+    assert rewards.flatten().tolist() == expected
+    if trainer == "poly_epo":
+        torch.testing.assert_close(torch.tensor(result["advantages"]), marginal_set_advantages(rewards, clusters, 4))
+    else:
+        bonus = diversity_bonus(clusters, 1.0).mean().item()
+        assert steps[-1]["rewards/diversity_bonus/mean"] == pytest.approx(bonus, abs=1e-3)
+
+
 def test_vllm_default_dtype_explains_the_sampling_gap(tmp_path):
     """vllm_dtype 'auto' (vLLM's default): a float32 policy is sampled in bfloat16, and the gap TRL logs is bf16's."""
     result = run_helper(tmp_path, "poly_epo", "0", "auto")
