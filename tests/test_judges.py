@@ -410,6 +410,23 @@ def test_circuit_breaker_stops_hammering_a_dead_api_and_recovers():
     assert breaker.state == "closed"
 
 
+def test_groups_backing_off_go_again_as_soon_as_a_probe_finds_the_service_back():
+    """Long back-offs (up to 5 s) and a quick breaker: the groups that failed before it opened stop sleeping when it
+    opens, and every group goes again right after the first probe that gets an answer."""
+    breaker = CircuitBreaker(failure_threshold=3, first_probe=0.2, probe_interval=0.4)
+    script = Script([500] * 8, reply=openai_reply)  # the first 8 requests fail, then the service is back
+    policy = RetryPolicy(timeout=1.0, budget=30.0, base_delay=5.0, max_delay=5.0)
+    judge = OpenAICompatibleJudge(
+        "http://x/v1", "m", transport=httpx2.MockTransport(script), retry=policy, breaker=breaker
+    )
+    start = time.perf_counter()
+    results = judge.judge_groups([(f"{PROBLEM} #{g}", COMPLETIONS) for g in range(8)])
+    elapsed = time.perf_counter() - start
+    assert all(r.fallback is None and r.labels == [0, 1, 0, 100] for r in results)
+    assert breaker.times_opened == 1 and breaker.state == "closed"
+    assert elapsed < 1.5, elapsed  # the first probe goes 0.2 s after opening; back-offs alone: up to 5 s
+
+
 def test_chain_falls_back_to_the_next_judge():
     script = Script([500] * 100, reply=openai_reply)
     first = OpenAICompatibleJudge("http://x/v1", "m", transport=httpx2.MockTransport(script), retry=FAST)

@@ -114,6 +114,7 @@ class CircuitBreaker:
         self.last_answer_at = float("-inf")
         self.last_failure = ""
         self._wakeup = _Wakeup()
+        self._opened = _Wakeup()
 
     @property
     def state(self) -> str:
@@ -162,11 +163,18 @@ class CircuitBreaker:
                 self.times_opened += 1
                 self.opened_at = self.clock()
                 self.next_probe_at = self.opened_at + self.first_probe
+                self._opened.notify()
         elif ticket.probe:
             self.probes_failed += 1
             wait = min(self.first_probe * 2**self.probes_failed, self.probe_interval)
             self.next_probe_at = self.clock() + wait
         self._wakeup.notify()
+
+    async def back_off(self, delay: float) -> None:
+        """Sleep ``delay`` seconds, or until the breaker opens if sooner: from then on its probes pace the retries,
+        and its verdict wakes every waiting group at once."""
+        if self.opened_at is None:
+            await self._opened.wait(delay)
 
     def release_unused(self, ticket: Ticket) -> None:
         """A ticket whose request was never sent (cancelled): a probe slot goes back."""
@@ -229,8 +237,11 @@ async def call_with_retries(
     latencies: list[float] | None = None,
 ) -> T:
     """``await call()`` until it answers, a GroupError comes back (re-raised), or the group's budget is spent
-    (the last ServiceError, or CircuitOpen, is raised). Counts calls, retries (requests actually re-sent) and each
-    failure kind in ``stats``; appends each answered request's seconds to ``latencies``."""
+    (the last ServiceError, or CircuitOpen, is raised). After a service failure the group backs off (full jitter,
+    or the server's retry-after) while the breaker is closed; once it opens, the group waits for the breaker
+    instead, so a server that comes back is found by the next probe and every waiting group goes at once. Counts
+    calls, retries (requests actually re-sent) and each failure kind in ``stats``; appends each answered request's
+    seconds to ``latencies``."""
     attempt = 0
     budget_start: float | None = None
     clock = breaker.clock if breaker is not None else time.monotonic
@@ -275,11 +286,16 @@ async def call_with_retries(
             _settle(breaker, ticket, limiter, sent_at, answered=False, overload=error.overload, failure=str(error))
             stats[error.kind] += 1
             budget_start = clock() if budget_start is None else budget_start
-            delay = policy.delay(attempt, error.retry_after, rng)
+            attempt += 1
+            if breaker is not None and breaker.state == "open" and error.retry_after is None:
+                continue  # the breaker's probes pace the retries now, and its verdict wakes this group at once
+            delay = policy.delay(attempt - 1, error.retry_after, rng)
             if clock() + delay > deadline():
                 raise
-            await asyncio.sleep(delay)
-            attempt += 1
+            if breaker is None or error.retry_after is not None:  # the server said how long: it is kept
+                await asyncio.sleep(delay)
+            else:
+                await breaker.back_off(delay)
             continue
         except BaseException:  # cancelled, or a bug in the backend: neither is evidence about the service
             if limiter is not None:
