@@ -144,7 +144,8 @@ def check_field_types(obj: Any, names: typing.Iterable[str] | None = None) -> No
         hint = hints[field.name]
         if value is not None and not _accepts(hint, value):  # None: argparse's "unset"; the class decides
             example = ""
-            if typing.get_origin(hint) in (list, tuple) or list in typing.get_args(hint):
+            options = [hint, *typing.get_args(hint)]
+            if any(option in (list, tuple) or typing.get_origin(option) in (list, tuple) for option in options):
                 example = f" (write [{value}] for one item)" if isinstance(value, str) else ""
             raise ValueError(
                 f"{field.name}={value!r} is {type(value).__name__}: it must be {_describe(hint)}{example}."
