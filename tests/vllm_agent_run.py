@@ -19,21 +19,14 @@ from poly_epo_trl.tasks.goldbach_agent import GoldbachEnvironment, plan_judge, r
 TRAINERS = {"poly_epo": PolyEPOTrainer, "grpo_div": GRPODivTrainer}
 
 
-def main(out: Path, trainer_name: str, server_port: int | None = None) -> None:
-    os.environ["TRL_EXPERIMENTAL_SILENCE"] = "1"
-    received: list = []
-
-    def recording_plan_judge(prompt: str, completions: list) -> list[int]:
-        received.extend(completions)
-        return plan_judge(prompt, completions)
-
-    args = PolyEPOConfig(
+def agent_config(out: Path, server_port: int | None = None, **overrides) -> PolyEPOConfig:
+    """Two steps of 2 sums x 8 rollouts from the agent warm start, on a colocated float32 engine or the server on
+    ``server_port``; ``overrides`` for the rest."""
+    settings = dict(
         output_dir=str(out / "run"),
         per_device_train_batch_size=16,
         num_generations=8,
         set_size=4,
-        max_completion_length=96,
-        max_tool_calling_iterations=1,
         max_steps=2,
         learning_rate=1e-3,
         logging_steps=1,
@@ -52,6 +45,18 @@ def main(out: Path, trainer_name: str, server_port: int | None = None) -> None:
         vllm_dtype="policy",  # the engine samples in float32: sampling and training log-probs agree
         vllm_enforce_eager=True,
     )
+    return PolyEPOConfig(**{**settings, **overrides})
+
+
+def main(out: Path, trainer_name: str, server_port: int | None = None) -> None:
+    os.environ["TRL_EXPERIMENTAL_SILENCE"] = "1"
+    received: list = []
+
+    def recording_plan_judge(prompt: str, completions: list) -> list[int]:
+        received.extend(completions)
+        return plan_judge(prompt, completions)
+
+    args = agent_config(out, max_completion_length=96, max_tool_calling_iterations=1, server_port=server_port)
     trainer = TRAINERS[trainer_name](
         model=resolve_model("builtin:goldbach_agent"),
         args=args,

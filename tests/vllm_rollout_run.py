@@ -16,8 +16,9 @@ import sys
 from pathlib import Path
 
 from trl.chat_template_utils import add_response_schema, parse_response
+from vllm_agent_run import agent_config
 
-from poly_epo_trl import GRPODivTrainer, PolyEPOConfig, PolyEPOTrainer
+from poly_epo_trl import GRPODivTrainer, PolyEPOTrainer
 from poly_epo_trl.models import resolve_model
 from poly_epo_trl.tasks.goldbach_agent import GoldbachEnvironment, plan_judge, rows, submitted_pair
 
@@ -75,28 +76,7 @@ def main(out: Path, trainer_name: str) -> None:
     def sum_reward(completions: list, sums_to_total: list[float], **kwargs) -> list[float]:
         return [0.5 * x for x in sums_to_total]
 
-    args = PolyEPOConfig(
-        output_dir=str(out / "run"),
-        per_device_train_batch_size=32,
-        num_generations=8,
-        set_size=4,
-        max_completion_length=48,
-        max_steps=3,
-        learning_rate=1e-3,
-        logging_steps=1,
-        report_to="none",
-        save_strategy="no",
-        use_cpu=True,
-        seed=0,
-        bf16=False,
-        activation_checkpointing=False,
-        use_vllm=True,
-        vllm_mode="colocate",
-        vllm_gpu_memory_utilization=0.15,
-        vllm_max_model_length=256,
-        vllm_dtype="policy",
-        vllm_enforce_eager=True,
-    )
+    args = agent_config(out, per_device_train_batch_size=32, max_completion_length=48, max_steps=3)
     model = resolve_model("builtin:goldbach_agent")
     trainer = TRAINERS[trainer_name](
         model=model,
