@@ -208,20 +208,21 @@ def agent_parts(script_args: ScriptArguments, table: Any, rewards: list[Any]) ->
             "or call tools; leave it unset for agents (the agent example evaluates by playing episodes)."
         )
     parts: dict[str, Any] = {"columns": []}
-    try:
-        if tool_specs:
+    if tool_specs:
+        try:
             parts["tools"] = resolve_tools(tool_specs)
-        if spec is not None:
-            factories = resolve_environments(spec)
-            named = factories if isinstance(factories, dict) else {str(spec): factories}
-            infos = [describe_environment(name, factory) for name, factory in named.items()]
-            parts["environment_factory"] = factories
-            parts["columns"] = reset_columns(infos, columns, given=("prompt", "answer", "tests"))
-    except ValueError as error:
-        field_name = "tools" if "tools" not in parts else "environment_factory"
-        raise RecipeError(f"{field_name}: {error}") from None
+        except ValueError as error:
+            raise RecipeError(f"tools: {error}") from None
     if spec is None:
         return parts
+    try:
+        factories = resolve_environments(spec)
+        named = factories if isinstance(factories, dict) else {str(spec): factories}
+        infos = [describe_environment(name, factory) for name, factory in named.items()]
+        parts["columns"] = reset_columns(infos, columns, given=("prompt", "answer", "tests"))
+    except ValueError as error:
+        raise RecipeError(f"environment_factory: {error}") from None
+    parts["environment_factory"] = factories
     if not rewards and not any(info.owns_reward for info in infos):
         raise RecipeError(
             f"reward_funcs is empty and environment_factory={spec!r} has no get_reward method: name a reward, or "

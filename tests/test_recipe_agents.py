@@ -167,6 +167,11 @@ def test_a_bad_agent_recipe_stops_at_the_door(keys, words, tmp_path, model_dir, 
     assert all(word in message for word in words), message
 
 
+def test_an_environment_mistake_is_named_as_such_without_tools(tmp_path, model_dir, capsys):
+    argv = agent_recipe(tmp_path, model_dir, environment_factory="agents:NoReset", tools=None)
+    assert run_dry(argv, capsys).startswith("error: environment_factory: agents:NoReset has no reset method")
+
+
 def test_several_environments_need_the_environment_column(tmp_path, model_dir, capsys):
     argv = agent_recipe(tmp_path, model_dir)
     rows = [json.loads(line) for line in rows_file(tmp_path).read_text().splitlines()]
