@@ -23,11 +23,10 @@ MULTI_ENVIRONMENT_COLUMN = "environment"  # TRL's: which environment a row plays
 
 @dataclass(frozen=True)
 class EnvironmentInfo:
-    """What TRL will see of an environment class: its tools, whether it owns the reward, what ``reset`` reads
-    (each named parameter, and whether it has a default)."""
+    """What TRL will see of an environment class: whether it owns the reward, what ``reset`` reads (each named
+    parameter, and whether it has a default)."""
 
     name: str
-    tools: tuple[str, ...]
     owns_reward: bool
     reset_parameters: Mapping[str, bool]
 
@@ -52,24 +51,30 @@ def describe_environment(name: str, factory: Callable[[], Any]) -> EnvironmentIn
     members = dict(inspect.getmembers(type(instance), predicate=inspect.isfunction))
     if "reset" not in members:
         raise ValueError(f"{name} has no reset method: TRL starts each episode with reset(**row).")
-    tools = tuple(m for m in members if m not in ("reset", "get_reward") and not m.startswith("_"))
-    for tool in tools:
-        check_tool(f"{name}.{tool}", getattr(instance, tool))
+    for member in members:
+        if member not in ("reset", "get_reward") and not member.startswith("_"):  # a tool, as TRL lists them
+            check_tool(f"{name}.{member}", getattr(instance, member))
     parameters = {
         p.name: p.default is not inspect.Parameter.empty
         for p in inspect.signature(members["reset"]).parameters.values()
         if p.name != "self" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
     }
-    return EnvironmentInfo(name, tools, "get_reward" in members, parameters)
+    return EnvironmentInfo(name, "get_reward" in members, parameters)
 
 
-def check_environment_column(names: list[str], values: list[Any]) -> None:
-    """ValueError unless every row names one of several environments (``names``) in its ``environment`` value."""
-    unknown = sorted({str(v) for v in values if v not in names})
+def check_environment_column(names: list[str], table: Any) -> None:
+    """ValueError unless every row of ``table`` (a ``datasets.Dataset``) names one of several environments
+    (``names``) in its ``environment`` column."""
+    if MULTI_ENVIRONMENT_COLUMN not in table.column_names:
+        raise ValueError(
+            f"it names several environments ({sorted(names)}): each row needs an '{MULTI_ENVIRONMENT_COLUMN}' "
+            f"column naming one; the columns are {table.column_names}."
+        )
+    unknown = sorted({str(v) for v in table[MULTI_ENVIRONMENT_COLUMN] if v not in names})
     if unknown:
         raise ValueError(
             f"rows name environments {unknown} in their '{MULTI_ENVIRONMENT_COLUMN}' column, which "
-            f"environment_factory does not: it names {sorted(names)}"
+            f"environment_factory does not: it names {sorted(names)}."
         )
 
 

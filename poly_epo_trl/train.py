@@ -191,15 +191,14 @@ def load_tokenizer(model_args: ModelConfig, needed_by: str = "max_prompt_tokens"
         raise RecipeError(f"{needed_by} needs the model's tokenizer: {error}") from None
 
 
-def agent_parts(script_args: ScriptArguments, table: Any, rewards: list[Any]) -> dict[str, Any]:
-    """The trainer's ``environment_factory`` and ``tools`` from the recipe, and the dataset columns the environments'
-    ``reset`` reads; empty for a recipe without agents. RecipeError for what TRL would stop on later: a name that
+def agent_parts(script_args: ScriptArguments, table: Any, rewards: list[Any]) -> tuple[dict[str, Any], list[str]]:
+    """The trainer's ``environment_factory`` and ``tools`` from the recipe (empty for a recipe without agents), and
+    the dataset columns the environments' ``reset`` reads. RecipeError for what TRL would stop on later: a name that
     does not import, an environment without ``reset``, a tool the model cannot be told about, no reward at all, a
     ``reset`` parameter that is not a column, a row naming an environment that is not there."""
     spec, tool_specs = script_args.environment_factory, script_args.tools or []
     if spec is None and not tool_specs:
-        return {}
-    columns = table.column_names
+        return {}, []
     if not script_args.chat_format:
         raise RecipeError("environment_factory and tools need conversational prompts: set chat_format: true.")
     if script_args.eval_dataset_name:
@@ -207,39 +206,34 @@ def agent_parts(script_args: ScriptArguments, table: Any, rewards: list[Any]) ->
             "eval_dataset_name: the held-out evaluation samples single completions and does not play environments "
             "or call tools; leave it unset for agents (the agent example evaluates by playing episodes)."
         )
-    parts: dict[str, Any] = {"columns": []}
+    parts: dict[str, Any] = {}
     if tool_specs:
         try:
             parts["tools"] = resolve_tools(tool_specs)
         except ValueError as error:
             raise RecipeError(f"tools: {error}") from None
     if spec is None:
-        return parts
+        return parts, []
     try:
         factories = resolve_environments(spec)
         named = factories if isinstance(factories, dict) else {str(spec): factories}
         infos = [describe_environment(name, factory) for name, factory in named.items()]
-        parts["columns"] = reset_columns(infos, columns, given=("prompt", "answer", "tests"))
+        columns = reset_columns(infos, table.column_names, given=("prompt", "answer", "tests"))
     except ValueError as error:
         raise RecipeError(f"environment_factory: {error}") from None
-    parts["environment_factory"] = factories
     if not rewards and not any(info.owns_reward for info in infos):
         raise RecipeError(
             f"reward_funcs is empty and environment_factory={spec!r} has no get_reward method: name a reward, or "
             "give the environment a get_reward()."
         )
     if isinstance(factories, dict):
-        if MULTI_ENVIRONMENT_COLUMN not in columns:
-            raise RecipeError(
-                f"environment_factory names several environments ({sorted(factories)}): each row needs an "
-                f"'{MULTI_ENVIRONMENT_COLUMN}' column naming one; the columns are {columns}."
-            )
         try:
-            check_environment_column(list(factories), table[MULTI_ENVIRONMENT_COLUMN])
+            check_environment_column(list(factories), table)
         except ValueError as error:
-            raise RecipeError(f"environment_factory: {error}.") from None
-        parts["columns"].append(MULTI_ENVIRONMENT_COLUMN)
-    return parts
+            raise RecipeError(f"environment_factory: {error}") from None
+        columns.append(MULTI_ENVIRONMENT_COLUMN)
+    parts["environment_factory"] = factories
+    return parts, columns
 
 
 def check_tool_template(tokenizer: Any) -> None:
@@ -275,14 +269,17 @@ def build(script_args: ScriptArguments, training_args: PolyEPOConfig, model_args
             f"reward_weights has {len(training_args.reward_weights)} entries for {len(rewards)} rewards."
         )
     table = load_rows(script_args, script_args.dataset_train_split)
-    agent = agent_parts(script_args, table, rewards)
+    agent, reset_keep = agent_parts(script_args, table, rewards)
+    tokenizer = None
     if agent:
-        check_tool_template(load_tokenizer(model_args, "environment_factory and tools"))
+        tokenizer = load_tokenizer(model_args, "environment_factory and tools")
+        check_tool_template(tokenizer)
     trained = problem_fingerprints(table, script_args.prompt_column, script_args.max_train_samples)
-    keep = [*(script_args.keep_columns or []), *agent.pop("columns", [])]
-    dataset = format_dataset(table, script_args, script_args.max_train_samples, keep=list(dict.fromkeys(keep)))
+    keep = list(dict.fromkeys([*(script_args.keep_columns or []), *reset_keep]))
+    dataset = format_dataset(table, script_args, script_args.max_train_samples, keep=keep)
     if script_args.max_prompt_tokens is not None and len(dataset):
-        dataset, dropped = drop_long_prompts(dataset, load_tokenizer(model_args), script_args.max_prompt_tokens)
+        tokenizer = tokenizer or load_tokenizer(model_args)
+        dataset, dropped = drop_long_prompts(dataset, tokenizer, script_args.max_prompt_tokens)
         logger.info("max_prompt_tokens=%d: dropped %d overlong prompts", script_args.max_prompt_tokens, dropped)
         if len(dataset) == 0:
             raise RecipeError(f"Every prompt is longer than max_prompt_tokens={script_args.max_prompt_tokens}.")
