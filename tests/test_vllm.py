@@ -86,10 +86,11 @@ class Server:
         self.process = None
 
 
-def run_helper(out: Path, *argv: str, env: dict | None = None) -> dict:
+def run_helper(out: Path, *argv: str, env: dict | None = None, script: Path = RUN) -> dict:
+    """``script`` (a run helper in tests/) in its own process with ``out`` and ``argv``; the result.json it writes."""
     out.mkdir(parents=True, exist_ok=True)
     process = subprocess.run(
-        [sys.executable, str(RUN), str(out), *argv],
+        [sys.executable, str(script), str(out), *argv],
         env=env or engine_env(),
         capture_output=True,
         text=True,
@@ -149,16 +150,7 @@ def test_colocate_generation_follows_the_trained_weights(tmp_path, trainer, lora
 
 
 def run_agent(out: Path, trainer: str, *server_port: str) -> dict:
-    out.mkdir(parents=True, exist_ok=True)
-    process = subprocess.run(
-        [sys.executable, str(TESTS / "vllm_agent_run.py"), str(out), trainer, *server_port],
-        env=engine_env(),
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert process.returncode == 0, process.stderr[-4000:]
-    return json.loads((out / "result.json").read_text())
+    return run_helper(out, trainer, *server_port, script=TESTS / "vllm_agent_run.py")
 
 
 def check_agent_run(result: dict) -> None:
@@ -194,17 +186,7 @@ def test_a_rollout_function_plays_its_own_episodes_on_colocated_vllm(tmp_path, t
     from poly_epo_trl.advantages import diversity_bonus
     from poly_epo_trl.tasks.prime_pair import is_prime
 
-    out = tmp_path / "run"
-    out.mkdir(parents=True)
-    process = subprocess.run(
-        [sys.executable, str(TESTS / "vllm_rollout_run.py"), str(out), trainer],
-        env=engine_env(),
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert process.returncode == 0, process.stderr[-4000:]
-    result = json.loads((out / "result.json").read_text())
+    result = run_helper(tmp_path / "run", trainer, script=TESTS / "vllm_rollout_run.py")
     steps = step_logs(result)
     # the tool turn is not scored as the model's: on both model turns, training agrees with what the engine sampled
     assert len(steps) == 3 and all(s["sampling/sampling_logp_difference/mean"] < 1e-5 for s in steps), steps
