@@ -40,6 +40,9 @@ def agent_config(out: Path, server_port: int | None = None, **overrides) -> Poly
         vllm_mode="server" if server_port else "colocate",
         vllm_server_base_url=f"http://127.0.0.1:{server_port}" if server_port else None,
         vllm_server_timeout=120,
+        # the server's sampling is seeded per request, as a colocated engine is by the run's seed: the same
+        # rollouts whatever the server answered before
+        generation_kwargs={"seed": 0} if server_port else None,
         vllm_gpu_memory_utilization=0.15,
         vllm_max_model_length=256,
         vllm_dtype="policy",  # the engine samples in float32: sampling and training log-probs agree
