@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from .checks import RecipeError
 from .registry import Registry
 
 ENVIRONMENTS: Registry[Callable[[], Any]] = Registry(
@@ -19,6 +20,36 @@ ENVIRONMENTS: Registry[Callable[[], Any]] = Registry(
 )
 TOOLS: Registry[Callable[..., Any]] = Registry("tool", own="your tool function")
 MULTI_ENVIRONMENT_COLUMN = "environment"  # TRL's: which environment a row plays, with several
+
+
+@dataclass
+class AgentArguments:
+    """A recipe's agent: TRL's ``environment_factory`` and ``tools`` by name, and the columns they read (shared by
+    ``poly-epo train`` and ``poly-epo eval``)."""
+
+    environment_factory: dict[str, str] | str | None = field(
+        default=None,
+        metadata={
+            "help": "An agent's environment (TRL's environment_factory): a class, registered ('goldbach_agent') "
+            "or 'package.module:Class'. Each rollout gets an instance; reset(**row) starts its episode, its public "
+            "methods are the agent's tools, and a get_reward() method is a reward. A mapping {name: class} plays "
+            "several, each row naming its own in an 'environment' column."
+        },
+    )
+    tools: list[str] | None = field(
+        default=None,
+        metadata={
+            "help": "Tool functions the agent may call (TRL's tools), registered or 'package.module:function', each "
+            "with type hints and a Google-style docstring."
+        },
+    )
+    keep_columns: list[str] | None = field(
+        default=None,
+        metadata={
+            "help": "Dataset columns passed on as they are to the rewards and the environment's reset. The columns "
+            "reset names as parameters (and 'environment') are kept without being listed."
+        },
+    )
 
 
 @dataclass(frozen=True)
@@ -52,7 +83,7 @@ def describe_environment(name: str, factory: Callable[[], Any]) -> EnvironmentIn
     if "reset" not in members:
         raise ValueError(f"{name} has no reset method: TRL starts each episode with reset(**row).")
     for member in members:
-        if member not in ("reset", "get_reward") and not member.startswith("_"):  # a tool, as TRL lists them
+        if is_tool_method(member):
             check_tool(f"{name}.{member}", getattr(instance, member))
     parameters = {
         p.name: p.default is not inspect.Parameter.empty
@@ -60,6 +91,11 @@ def describe_environment(name: str, factory: Callable[[], Any]) -> EnvironmentIn
         if p.name != "self" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
     }
     return EnvironmentInfo(name, "get_reward" in members, parameters)
+
+
+def is_tool_method(name: str) -> bool:
+    """Whether TRL offers an environment's method ``name`` (listed on its class) to the model as a tool."""
+    return name not in ("reset", "get_reward") and not name.startswith("_")
 
 
 def check_environment_column(names: list[str], table: Any) -> None:
@@ -114,3 +150,59 @@ def reset_columns(infos: list[EnvironmentInfo], columns: list[str], given: tuple
                     f"columns are {columns})"
                 )
     return list(dict.fromkeys(wanted))
+
+
+def agent_parts(
+    args: AgentArguments, chat_format: bool, table: Any, rewards: list[Any]
+) -> tuple[dict[str, Any], list[str]]:
+    """The trainer's ``environment_factory`` and ``tools`` from the recipe (empty for a recipe without agents), and
+    the dataset columns to keep for rewards and environments: ``keep_columns`` and what the ``reset`` methods read.
+    RecipeError for what TRL would stop on later: a name that does not import, an environment without ``reset``, a
+    tool the model cannot be told about, no reward at all, a ``reset`` parameter that is not a column, a row naming
+    an environment that is not there."""
+    spec, tool_specs = args.environment_factory, args.tools or []
+    listed = list(args.keep_columns or [])
+    if spec is None and not tool_specs:
+        return {}, listed
+    if not chat_format:
+        raise RecipeError("environment_factory and tools need conversational prompts: set chat_format: true.")
+    parts: dict[str, Any] = {}
+    if tool_specs:
+        try:
+            parts["tools"] = resolve_tools(tool_specs)
+        except ValueError as error:
+            raise RecipeError(f"tools: {error}") from None
+    if spec is None:
+        return parts, listed
+    try:
+        factories = resolve_environments(spec)
+        named = factories if isinstance(factories, dict) else {str(spec): factories}
+        infos = [describe_environment(name, factory) for name, factory in named.items()]
+        columns = reset_columns(infos, table.column_names, given=("prompt", "answer", "tests"))
+    except ValueError as error:
+        raise RecipeError(f"environment_factory: {error}") from None
+    if not rewards and not any(info.owns_reward for info in infos):
+        raise RecipeError(
+            f"reward_funcs is empty and environment_factory={spec!r} has no get_reward method: name a reward, or "
+            "give the environment a get_reward()."
+        )
+    if isinstance(factories, dict):
+        try:
+            check_environment_column(list(factories), table)
+        except ValueError as error:
+            raise RecipeError(f"environment_factory: {error}") from None
+        columns.append(MULTI_ENVIRONMENT_COLUMN)
+    parts["environment_factory"] = factories
+    return parts, list(dict.fromkeys([*listed, *columns]))
+
+
+def check_tool_template(tokenizer: Any) -> None:
+    """RecipeError when the model's chat template cannot render a tool-calling conversation (TRL's test)."""
+    from trl.chat_template_utils import supports_tool_calling
+
+    if not supports_tool_calling(tokenizer):
+        raise RecipeError(
+            "environment_factory and tools: the model's chat template cannot render tool calls and tool results "
+            "(TRL's supports_tool_calling). Use a model whose template does (Qwen3, Qwen2.5, Llama 3.1, ...), or save "
+            "such a template with the model's tokenizer (chat_template.jinja)."
+        )

@@ -33,15 +33,9 @@ from .data import (
     refuse_training_rows,
     save_training_problems,
 )
-from .environments import (
-    MULTI_ENVIRONMENT_COLUMN,
-    check_environment_column,
-    describe_environment,
-    reset_columns,
-    resolve_environments,
-    resolve_tools,
-)
+from .environments import AgentArguments, agent_parts, check_environment_column, check_tool_template
 from .evaluation.callback import PassAtKCallback
+from .evaluation.episodes import Agent
 from .evaluation.sampling import SamplingSettings
 from .evaluation.scoring import Scorer
 from .judges import ClusteringJudge, JudgeFailing, resolve_judge
@@ -59,7 +53,7 @@ PROBE = ("What is 2 + 3?", ["2 + 3 = 5, so the answer is \\boxed{5}.", "Counting
 
 
 @dataclass
-class ScriptArguments(DatasetArguments):
+class ScriptArguments(DatasetArguments, AgentArguments):
     """What to train on, with which rewards, and with which trainer (the rest is PolyEPOConfig and ModelConfig)."""
 
     dataset_train_split: str = field(default="train", metadata={"help": "Split to train on."})
@@ -69,29 +63,6 @@ class ScriptArguments(DatasetArguments):
         metadata={
             "help": "Rewards by name: 'math', 'code', 'sum_pair', or 'package.module:function'. Unset: ['math'], or "
             "none with environment_factory (its get_reward is the reward)."
-        },
-    )
-    environment_factory: dict[str, str] | str | None = field(
-        default=None,
-        metadata={
-            "help": "Train an agent (TRL's environment_factory): an environment class, registered ('goldbach_agent') "
-            "or 'package.module:Class'. Each rollout gets an instance; reset(**row) starts its episode, its public "
-            "methods are the agent's tools, and a get_reward() method is a reward. A mapping {name: class} plays "
-            "several, each row naming its own in an 'environment' column."
-        },
-    )
-    tools: list[str] | None = field(
-        default=None,
-        metadata={
-            "help": "Tool functions the agent may call (TRL's tools), registered or 'package.module:function', each "
-            "with type hints and a Google-style docstring."
-        },
-    )
-    keep_columns: list[str] | None = field(
-        default=None,
-        metadata={
-            "help": "Dataset columns passed on as they are to the rewards and the environment's reset. The columns "
-            "reset names as parameters (and 'environment') are kept without being listed."
         },
     )
     trainer: str = field(
@@ -106,7 +77,8 @@ class ScriptArguments(DatasetArguments):
         default=None,
         metadata={
             "help": "Held-out problems (same formats and columns as dataset_name): every eval_steps, log eval/pass@k, "
-            "eval/maj@n and eval/distinct_correct_clusters (with the recipe's judge) of eval_num_samples samples."
+            "eval/maj@n and eval/distinct_correct_clusters (with the recipe's judge) of eval_num_samples samples "
+            "(for an agent, episodes played as training plays them)."
         },
     )
     dataset_test_split: str = field(default="test", metadata={"help": "Split of eval_dataset_name (TRL's name)."})
@@ -191,61 +163,21 @@ def load_tokenizer(model_args: ModelConfig, needed_by: str = "max_prompt_tokens"
         raise RecipeError(f"{needed_by} needs the model's tokenizer: {error}") from None
 
 
-def agent_parts(script_args: ScriptArguments, table: Any, rewards: list[Any]) -> tuple[dict[str, Any], list[str]]:
-    """The trainer's ``environment_factory`` and ``tools`` from the recipe (empty for a recipe without agents), and
-    the dataset columns the environments' ``reset`` reads. RecipeError for what TRL would stop on later: a name that
-    does not import, an environment without ``reset``, a tool the model cannot be told about, no reward at all, a
-    ``reset`` parameter that is not a column, a row naming an environment that is not there."""
-    spec, tool_specs = script_args.environment_factory, script_args.tools or []
-    if spec is None and not tool_specs:
-        return {}, []
-    if not script_args.chat_format:
-        raise RecipeError("environment_factory and tools need conversational prompts: set chat_format: true.")
-    if script_args.eval_dataset_name:
+def check_held_out_agent_rows(table: Any, keep: list[str], agent: dict[str, Any], name: str) -> None:
+    """RecipeError when the held-out rows lack a column the training rows give the environments (``keep``), or,
+    with several environments, do not each name one of them."""
+    missing = [column for column in keep if column not in table.column_names]
+    if missing:
         raise RecipeError(
-            "eval_dataset_name: the held-out evaluation samples single completions and does not play environments "
-            "or call tools; leave it unset for agents (the agent example evaluates by playing episodes)."
+            f"eval_dataset_name={name!r}: its rows lack {missing}, which the environment's reset or keep_columns "
+            f"reads; its columns are {table.column_names}."
         )
-    parts: dict[str, Any] = {}
-    if tool_specs:
-        try:
-            parts["tools"] = resolve_tools(tool_specs)
-        except ValueError as error:
-            raise RecipeError(f"tools: {error}") from None
-    if spec is None:
-        return parts, []
-    try:
-        factories = resolve_environments(spec)
-        named = factories if isinstance(factories, dict) else {str(spec): factories}
-        infos = [describe_environment(name, factory) for name, factory in named.items()]
-        columns = reset_columns(infos, table.column_names, given=("prompt", "answer", "tests"))
-    except ValueError as error:
-        raise RecipeError(f"environment_factory: {error}") from None
-    if not rewards and not any(info.owns_reward for info in infos):
-        raise RecipeError(
-            f"reward_funcs is empty and environment_factory={spec!r} has no get_reward method: name a reward, or "
-            "give the environment a get_reward()."
-        )
+    factories = agent.get("environment_factory")
     if isinstance(factories, dict):
         try:
             check_environment_column(list(factories), table)
         except ValueError as error:
-            raise RecipeError(f"environment_factory: {error}") from None
-        columns.append(MULTI_ENVIRONMENT_COLUMN)
-    parts["environment_factory"] = factories
-    return parts, columns
-
-
-def check_tool_template(tokenizer: Any) -> None:
-    """RecipeError when the model's chat template cannot render a tool-calling conversation (TRL's test)."""
-    from trl.chat_template_utils import supports_tool_calling
-
-    if not supports_tool_calling(tokenizer):
-        raise RecipeError(
-            "environment_factory and tools: the model's chat template cannot render tool calls and tool results "
-            "(TRL's supports_tool_calling). Use a model whose template does (Qwen3, Qwen2.5, Llama 3.1, ...), or save "
-            "such a template with the model's tokenizer (chat_template.jinja)."
-        )
+            raise RecipeError(f"eval_dataset_name={name!r}: {error}") from None
 
 
 def check_quantization(model_args: ModelConfig) -> None:
@@ -269,13 +201,12 @@ def build(script_args: ScriptArguments, training_args: PolyEPOConfig, model_args
             f"reward_weights has {len(training_args.reward_weights)} entries for {len(rewards)} rewards."
         )
     table = load_rows(script_args, script_args.dataset_train_split)
-    agent, reset_keep = agent_parts(script_args, table, rewards)
+    agent, keep = agent_parts(script_args, script_args.chat_format, table, rewards)
     tokenizer = None
     if agent:
         tokenizer = load_tokenizer(model_args, "environment_factory and tools")
         check_tool_template(tokenizer)
     trained = problem_fingerprints(table, script_args.prompt_column, script_args.max_train_samples)
-    keep = list(dict.fromkeys([*(script_args.keep_columns or []), *reset_keep]))
     dataset = format_dataset(table, script_args, script_args.max_train_samples, keep=keep)
     if script_args.max_prompt_tokens is not None and len(dataset):
         tokenizer = tokenizer or load_tokenizer(model_args)
@@ -308,7 +239,9 @@ def build(script_args: ScriptArguments, training_args: PolyEPOConfig, model_args
             )
         held_out = replace(script_args, dataset_name=script_args.eval_dataset_name)
         eval_table = load_rows(held_out, script_args.dataset_test_split)
-        eval_rows = list(format_dataset(eval_table, held_out, script_args.eval_max_problems))
+        if agent:
+            check_held_out_agent_rows(eval_table, keep, agent, script_args.eval_dataset_name)
+        eval_rows = list(format_dataset(eval_table, held_out, script_args.eval_max_problems, keep=keep))
         if not eval_rows:
             raise RecipeError(f"eval_dataset_name={script_args.eval_dataset_name!r} has no problems.")
         if not script_args.eval_on_training_rows:
@@ -346,6 +279,11 @@ def pass_at_k_callback(
 ):
     """The in-training evaluation on ``parts["eval_rows"]`` with the recipe's rewards, judge and sampling."""
     scorer, settings = held_out_scoring(parts, training_args, script_args.eval_num_samples)
+    agent = None
+    if "environment_factory" in parts or "tools" in parts:
+        agent = Agent(
+            parts.get("environment_factory"), parts.get("tools", []), training_args.max_tool_calling_iterations
+        )
     return PassAtKCallback(
         trainer,
         parts["eval_rows"],
@@ -353,6 +291,7 @@ def pass_at_k_callback(
         settings,
         int(training_args.eval_steps),
         on_start=script_args.eval_at_start,
+        agent=agent,
     )
 
 

@@ -13,7 +13,15 @@ import pytest
 import yaml
 from agents import NOTES_SEEN, Lamp, save_tool_model
 
+from poly_epo_trl import PolyEPOConfig, PolyEPOTrainer
 from poly_epo_trl.demo.agent import AgentSettings
+from poly_epo_trl.evaluation.episodes import Agent, EpisodeSampler
+from poly_epo_trl.evaluation.report import summarize
+from poly_epo_trl.evaluation.runner import episode_metrics
+from poly_epo_trl.evaluation.sampling import SamplingSettings
+from poly_epo_trl.evaluation.scoring import Scorer
+from poly_epo_trl.tasks.goldbach_agent import GoldbachEnvironment, plan_judge, warm_start_model
+from poly_epo_trl.tasks.goldbach_agent import rows as goldbach_rows
 from poly_epo_trl.train import main, parse
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -39,11 +47,15 @@ def test_the_agent_recipe_matches_the_agent_example():
 
 def test_the_agent_recipe_trains_on_two_processes(tmp_path):
     """``torchrun --nproc_per_node 2``: 3 groups of 8 over 2 ranks of 12 rollouts, so one group straddles the
-    ranks and its judge gets the other rank's trajectories, gathered as messages."""
+    ranks and its judge gets the other rank's trajectories, gathered as messages. The held-out evaluation plays 8
+    episodes on each of 5 held-out sums (3 on one rank, 2 on the other); at step 0 its numbers are those of the
+    same episodes played in one process here."""
     out = tmp_path / "out"
     command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "-m", "poly_epo_trl.train"]
     command += ["--config", AGENT_RECIPE, "--max_steps", "2", "--logging_steps", "1"]
     command += ["--per_device_train_batch_size", "12", "--output_dir", str(out)]
+    command += ["--eval_dataset_name", "builtin:goldbach_agent", "--eval_steps", "1", "--eval_num_samples", "8"]
+    command += ["--eval_max_problems", "5", "--eval_at_start", "true"]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "TRL_EXPERIMENTAL_SILENCE": "1"}
     result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -58,6 +70,34 @@ def test_the_agent_recipe_trains_on_two_processes(tmp_path):
         without_call = 1 - float(log["tools/call_frequency"])
         assert float(log["poly_epo/degenerate_frac"]) == pytest.approx(without_call, abs=1e-3)
     assert (out / "model.safetensors").exists()
+    evals = [eval(line[line.index("{") :]) for line in result.stdout.splitlines() if "'eval/pass@1'" in line]
+    assert len(evals) == 3  # steps 0, 1, 2
+    assert all(set(e) >= {"eval/pass@8", "eval/maj@8", "eval/distinct_correct_clusters"} for e in evals)
+    expected = warm_start_held_out(tmp_path, num_samples=8, problems=5)
+    for k, value in zip(expected["ks"], expected["pass_at_k"]["mean"], strict=True):
+        assert float(evals[0][f"eval/pass@{k}"]) == pytest.approx(value, abs=1e-4)
+    assert float(evals[0]["eval/distinct_correct_clusters"]) == pytest.approx(
+        expected["distinct_correct_clusters"]["mean"], abs=1e-4
+    )
+
+
+def warm_start_held_out(tmp_path: Path, num_samples: int, problems: int) -> dict:
+    """The goldbach warm start's held-out summary, its episodes played in this process as the recipe's evaluation
+    plays them (seed 0, 128 tokens, one tool round)."""
+    args = PolyEPOConfig(
+        output_dir=str(tmp_path / "here"), max_completion_length=128, max_tool_calling_iterations=1, use_cpu=True
+    )
+    table = [dict(row) for row in goldbach_rows("test")][:problems]
+    trainer = PolyEPOTrainer(
+        model=warm_start_model(),
+        args=args,
+        train_dataset=goldbach_rows("test"),
+        environment_factory=GoldbachEnvironment,
+        judge=plan_judge,
+    )
+    settings = SamplingSettings(num_samples=num_samples, max_new_tokens=128, seed=0)
+    sampler = EpisodeSampler.for_trainer(trainer, settings, Agent(GoldbachEnvironment, [], 1))
+    return summarize(episode_metrics(sampler, table, list(range(problems)), Scorer([], judge=plan_judge)), 1)
 
 
 def rows_file(tmp_path: Path, n: int = 8) -> Path:
@@ -152,7 +192,10 @@ GOLDBACH = "poly_epo_trl.tasks.goldbach_agent:GoldbachEnvironment"
         ({"environment_factory": "agents:Counter", "reward_funcs": []}, []),  # Counter owns its reward: accepted
         ({"environment_factory": "agents:Dial", "reward_funcs": []}, ["no get_reward"]),
         ({"chat_format": False}, ["chat_format: true"]),
-        ({"eval_dataset_name": "builtin:sum_pair", "eval_steps": 1}, ["eval_dataset_name", "does not play"]),
+        (
+            {"eval_dataset_name": "builtin:sum_pair", "eval_steps": 1},
+            ["eval_dataset_name='builtin:sum_pair'", "rows lack", "'target'", "'note'", "'environment'"],
+        ),
         ({"keep_columns": ["colour"]}, ["keep_columns", "'colour'"]),
         ({"model_name_or_path": "builtin:demo"}, ["chat template cannot render tool calls"]),
     ],

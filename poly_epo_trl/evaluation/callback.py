@@ -11,8 +11,9 @@ from accelerate.utils import gather_object
 from transformers import TrainerCallback
 from trl.models.utils import unwrap_model_for_generation
 
+from .episodes import Agent, EpisodeSampler
 from .report import summarize
-from .runner import policy_metrics
+from .runner import episode_metrics, policy_metrics
 from .sampling import SamplingSettings
 from .scoring import Scorer
 
@@ -20,7 +21,8 @@ logger = logging.getLogger(__name__)
 
 
 class PassAtKCallback(TrainerCallback):
-    """Samples ``settings.num_samples`` completions per held-out problem with the policy being trained and logs
+    """Samples ``settings.num_samples`` completions per held-out problem with the policy being trained (for an
+    ``agent``, plays as many episodes, as training plays them) and logs
     ``eval/pass@k`` (k = 1, 2, 4, ..., n), ``eval/maj@n``, ``eval/vote_share`` and ``eval/distinct_correct_clusters``
     through the trainer (so to wandb and the log history). Each process samples its share of the problems.
     It also evaluates after the last step, and with ``on_start`` before the first (step 0, the start of every
@@ -36,6 +38,7 @@ class PassAtKCallback(TrainerCallback):
         correct_threshold: float = 1.0,
         batch_size: int = 64,
         on_start: bool = False,
+        agent: Agent | None = None,
     ) -> None:
         if eval_steps < 1:
             raise ValueError(f"eval_steps={eval_steps}: evaluate every 1 or more steps.")
@@ -43,23 +46,29 @@ class PassAtKCallback(TrainerCallback):
             raise ValueError("PassAtKCallback needs at least one held-out problem.")
         self.trainer, self.rows, self.scorer, self.settings = trainer, list(rows), scorer, settings
         self.eval_steps, self.correct_threshold, self.batch_size = eval_steps, correct_threshold, batch_size
-        self.on_start = on_start
+        self.on_start, self.agent = on_start, agent
 
     def evaluate(self) -> dict[str, float]:
         start = time.perf_counter()
         accelerator = self.trainer.accelerator
         mine = list(range(accelerator.process_index, len(self.rows), accelerator.num_processes))
         with unwrap_model_for_generation(self.trainer.model_wrapped, accelerator) as model:
-            local = policy_metrics(
-                model,
-                self.trainer.processing_class,
-                self.rows,
-                mine,
-                self.scorer,
-                self.settings,
-                self.correct_threshold,
-                self.batch_size,
-            )
+            if self.agent is None:
+                local = policy_metrics(
+                    model,
+                    self.trainer.processing_class,
+                    self.rows,
+                    mine,
+                    self.scorer,
+                    self.settings,
+                    self.correct_threshold,
+                    self.batch_size,
+                )
+            else:
+                sampler = EpisodeSampler.for_trainer(
+                    self.trainer, self.settings, self.agent, model=model, batch_size=self.batch_size
+                )
+                local = episode_metrics(sampler, self.rows, mine, self.scorer, self.correct_threshold)
         summary = summarize(gather_object(local), num_resamples=1)
         metrics = {f"eval/pass@{k}": v for k, v in zip(summary["ks"], summary["pass_at_k"]["mean"], strict=True)}
         metrics[f"eval/maj@{summary['num_samples']}"] = summary["maj_at_k"]["mean"][-1]

@@ -7,6 +7,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..text import judge_input
+from .episodes import EpisodeSampler
 from .report import problem_metrics
 from .sampling import Sampler, SamplingSettings, TransformersSampler
 from .scoring import Scorer
@@ -44,6 +46,55 @@ def evaluate_checkpoint(
     for at in range(0, len(unscored), chunk_size):
         score(unscored[at : at + chunk_size])
     sample_missing(rows, store, samples, make_sampler, chunk_size, label, after_chunk=score)
+    return checkpoint_metrics(scores, len(rows), correct_threshold, maj_subsets)
+
+
+def evaluate_agent_checkpoint(
+    rows: Sequence[dict[str, Any]],
+    store: SampleStore,
+    make_sampler: Callable[[], EpisodeSampler],
+    scorer: Scorer,
+    chunk_size: int = 8,
+    correct_threshold: float = 1.0,
+    maj_subsets: int = 200,
+    label: str = "",
+) -> list[dict[str, Any]]:
+    """``evaluate_checkpoint`` for an agent: each chunk of problems is played, scored while its environments are
+    live (their ``get_reward``), and written, trajectories then scores. A problem played but not scored when a run
+    was killed is played again: its episodes depend only on (seed, index), so the same ones come back."""
+    store.read("samples")  # drops a line cut short by a kill
+    scores = store.read("scores")
+    todo = [i for i in range(len(rows)) if i not in scores]
+    if scores:
+        logger.info("%s: resuming with %d of %d problems scored", label, len(scores), len(rows))
+    if not todo:
+        return checkpoint_metrics(scores, len(rows), correct_threshold, maj_subsets)
+    sampler = make_sampler()
+    start = time.perf_counter()
+    for at in range(0, len(todo), chunk_size):
+        chunk = todo[at : at + chunk_size]
+        chosen = [rows[i] for i in chunk]
+        played = sampler.play(chosen, chunk)
+        completions = [episodes for episodes, _ in played]
+        records = scorer.score(chosen, completions, [environments for _, environments in played])
+        store.append(
+            "samples",
+            [
+                {"index": i, "completions": [judge_input(c) for c in cs]}
+                for i, cs in zip(chunk, completions, strict=True)
+            ],
+        )
+        records = [{"index": i, **r} for i, r in zip(chunk, records, strict=True)]
+        store.append("scores", records)
+        scores.update((r["index"], r) for r in records)
+        log_progress(label, len(scores), len(rows), start, at + len(chunk), len(todo))
+    return checkpoint_metrics(scores, len(rows), correct_threshold, maj_subsets)
+
+
+def checkpoint_metrics(
+    scores: dict[int, dict[str, Any]], num_problems: int, correct_threshold: float, maj_subsets: int
+) -> list[dict[str, Any]]:
+    """Per-problem metrics from a store's scores, in index order."""
     return [
         problem_metrics(
             scores[i]["rewards"],
@@ -53,8 +104,16 @@ def evaluate_checkpoint(
             maj_subsets=maj_subsets,
             seed=i,
         )
-        for i in range(len(rows))
+        for i in range(num_problems)
     ]
+
+
+def log_progress(label: str, done: int, total: int, start: float, finished: int, to_do: int) -> None:
+    """A progress line: ``done`` of ``total`` problems, the pace of the ``finished`` of ``to_do`` this run did."""
+    rate = (time.perf_counter() - start) / finished
+    logger.info(
+        "%s: %d/%d problems done (%.2f s/problem, %.0f s left)", label, done, total, rate, rate * (to_do - finished)
+    )
 
 
 def sample_missing(
@@ -82,12 +141,7 @@ def sample_missing(
         samples.update((r["index"], r) for r in records)
         if after_chunk is not None:
             after_chunk(chunk)
-        finished = at + len(chunk)
-        rate = (time.perf_counter() - start) / finished
-        left = rate * (len(to_sample) - finished)
-        logger.info(
-            "%s: %d/%d problems done (%.2f s/problem, %.0f s left)", label, len(samples), len(rows), rate, left
-        )
+        log_progress(label, len(samples), len(rows), start, at + len(chunk), len(to_sample))
 
 
 def policy_metrics(
@@ -108,7 +162,35 @@ def policy_metrics(
     texts = TransformersSampler(model, tokenizer, settings, batch_size).sample(
         [rows[i]["prompt"] for i in indices], indices
     )
-    scored = scorer.score([rows[i] for i in indices], texts)
+    return _held_out_metrics(scorer, [rows[i] for i in indices], indices, texts, None, correct_threshold)
+
+
+def episode_metrics(
+    sampler: EpisodeSampler,
+    rows: Sequence[dict[str, Any]],
+    indices: Sequence[int],
+    scorer: Scorer,
+    correct_threshold: float = 1.0,
+) -> list[dict[str, Any]]:
+    """``policy_metrics`` for an agent: the episodes of ``rows[i]`` for i in ``indices``, played by ``sampler`` (as
+    training plays them), scored with their environments (``get_reward``) and the judge reading the trajectories."""
+    if not indices:
+        return []
+    chosen = [rows[i] for i in indices]
+    played = sampler.play(chosen, indices)
+    completions, environments = [c for c, _ in played], [e for _, e in played]
+    return _held_out_metrics(scorer, chosen, indices, completions, environments, correct_threshold)
+
+
+def _held_out_metrics(
+    scorer: Scorer,
+    rows: Sequence[dict[str, Any]],
+    indices: Sequence[int],
+    completions: Sequence[Sequence[Any]],
+    environments: Sequence[Sequence[Any]] | None,
+    correct_threshold: float,
+) -> list[dict[str, Any]]:
+    scored = scorer.score(rows, completions, environments)
     if scorer.judge is not None:
         scorer.judge.pop_stats()
     return [

@@ -155,10 +155,11 @@ class TransformersSampler:
         return texts
 
 
-def as_completions(prompt: Prompt, texts: Sequence[str]) -> list[Any]:
-    """Completions in the format TRL gives reward functions: assistant messages for chat prompts, else text."""
+def as_completions(prompt: Prompt, texts: Sequence[Any]) -> list[Any]:
+    """Completions in the format TRL gives reward functions: assistant messages for chat prompts, else text;
+    completions that are messages already (agents' episodes) as they are."""
     if isinstance(prompt, list):
-        return [[{"role": "assistant", "content": t}] for t in texts]
+        return [[{"role": "assistant", "content": t}] if isinstance(t, str) else t for t in texts]
     return list(texts)
 
 
