@@ -2,7 +2,8 @@
 
     python -m poly_epo_trl.eval --model_name_or_path grpo=outputs/grpo poly_epo=outputs/poly_epo \\
         --dataset_name data/test.jsonl --num_samples 64 --output_dir outputs/eval
-    poly-epo eval --config recipes/tiny/eval/config_cpu.yaml
+    poly-epo eval --config recipes/tiny/eval/config_demo.yaml
+    poly-epo eval --config recipes/tiny/eval/config_agent_cpu.yaml    # an agent: episodes with its environment
 
 Writes ``<output_dir>/report.json``, ``report.png`` and one PNG per panel; each checkpoint's samples and scores
 live in ``<output_dir>/<label>/`` so a killed run resumes where it stopped, without resampling anything.
@@ -18,6 +19,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from .checks import RecipeError, parse_recipe
 from .constants import BUILTIN_PREFIX
 from .data import (
@@ -29,15 +32,16 @@ from .data import (
     problem_fingerprints,
     refuse_training_rows,
 )
+from .environments import AgentArguments, agent_parts, check_tool_template
+from .evaluation.episodes import Agent, EpisodeSampler
 from .evaluation.plots import plot_report
 from .evaluation.report import format_table, summarize
-from .evaluation.runner import evaluate_checkpoint
+from .evaluation.runner import evaluate_agent_checkpoint, evaluate_checkpoint
 from .evaluation.sampling import BACKENDS, SamplingSettings, TransformersSampler, VLLMSampler, choose_backend
-from .evaluation.scoring import Scorer
+from .evaluation.scoring import VOTE_MODES, Scorer
 from .evaluation.store import SampleStore
 from .files import atomic_write_text
 from .judges import resolve_judge
-from .judges.answer import ANSWER_MODES
 from .models import resolve_model
 from .rewards import SandboxUnavailable, resolve_reward
 from .tasks import load_rows
@@ -47,8 +51,8 @@ DTYPES = ("auto", "float32", "float16", "bfloat16")
 
 
 @dataclass
-class EvalArguments(DatasetArguments):
-    """Which checkpoints, on which problems, how many samples, scored how."""
+class EvalArguments(DatasetArguments, AgentArguments):
+    """Which checkpoints, on which problems, how many samples (for an agent, episodes), scored how."""
 
     model_name_or_path: list[str] = field(
         default_factory=lambda: ["builtin:demo"],
@@ -59,9 +63,16 @@ class EvalArguments(DatasetArguments):
     output_dir: str = field(default="outputs/eval", metadata={"help": "Report, plots, and per-checkpoint samples."})
     dataset_split: str = field(default="test", metadata={"help": "Split to evaluate on."})
     max_problems: int | None = field(default=None, metadata={"help": "Evaluate only the first problems."})
-    reward_funcs: list[str] = field(
-        default_factory=lambda: ["math"],
-        metadata={"help": "Rewards by name: 'math', 'code', 'sum_pair', or 'package.module:function'."},
+    reward_funcs: list[str] | None = field(
+        default=None,
+        metadata={
+            "help": "Rewards by name: 'math', 'code', 'sum_pair', or 'package.module:function'. Unset: ['math'], or "
+            "none with environment_factory (its get_reward is the reward)."
+        },
+    )
+    max_tool_calling_iterations: int | None = field(
+        default=None,
+        metadata={"help": "An agent's tool rounds per episode, as in training (None: up to max_new_tokens)."},
     )
     reward_weights: list[float] | None = field(default=None, metadata={"help": "One weight per reward (default 1)."})
     correct_threshold: float = field(default=1.0, metadata={"help": "A sample is correct when its reward >= this."})
@@ -81,7 +92,11 @@ class EvalArguments(DatasetArguments):
         metadata={"help": "Cluster only the first samples of each problem (an LM judge reads a group in one prompt)."},
     )
     vote_answer: str = field(
-        default="auto", metadata={"help": f"How majority vote reads a sample's final answer: one of {ANSWER_MODES}."}
+        default="auto",
+        metadata={
+            "help": f"How majority vote reads a sample's final answer: one of {VOTE_MODES} ('plan': an agent's tool "
+            "calls in order, then its final text)."
+        },
     )
     num_samples: int = field(default=16, metadata={"help": "Samples per problem (n); pass@k for k = 1, 2, 4, ..., n."})
     max_new_tokens: int = field(default=1024, metadata={"help": "Longest completion."})
@@ -121,13 +136,15 @@ class EvalArguments(DatasetArguments):
         super().__post_init__()
         if not self.model_name_or_path:
             raise RecipeError("model_name_or_path is empty: name the checkpoints to compare, each 'label=path'.")
-        if not self.reward_funcs:
+        if self.reward_funcs is None:
+            self.reward_funcs = [] if self.environment_factory else ["math"]
+        if not self.reward_funcs and not self.environment_factory:
             raise RecipeError("reward_funcs is empty: name at least one reward, e.g. [math].")
         if self.reward_weights is not None and len(self.reward_weights) != len(self.reward_funcs):
             raise RecipeError(
                 f"reward_weights has {len(self.reward_weights)} entries for {len(self.reward_funcs)} rewards."
             )
-        choices = {"backend": BACKENDS, "vote_answer": ANSWER_MODES, "dtype": DTYPES}
+        choices = {"backend": BACKENDS, "vote_answer": VOTE_MODES, "dtype": DTYPES}
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
                 raise RecipeError(f"{name}={getattr(self, name)!r}: use one of {list(allowed)}.")
@@ -136,6 +153,15 @@ class EvalArguments(DatasetArguments):
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise RecipeError(f"{name}={value}: must be at least 1.")
+        if self.is_agent() and self.backend == "vllm":
+            raise RecipeError(
+                "backend='vllm': an agent's episodes are played with transformers (TRL's tool loop over the model's "
+                "generate); set backend: transformers or auto."
+            )
+        if self.max_tool_calling_iterations is not None and self.max_tool_calling_iterations < 0:
+            raise RecipeError(
+                f"max_tool_calling_iterations={self.max_tool_calling_iterations}: 0 or more tool rounds, or null."
+            )
         ranges = {
             "temperature": (self.temperature > 0, "must be > 0 (sampling; 1.0 as in training)"),
             "top_p": (0 < self.top_p <= 1, "must be in (0, 1]"),
@@ -170,10 +196,17 @@ class EvalArguments(DatasetArguments):
             out.append((label, path))
         return out
 
+    def is_agent(self) -> bool:
+        return self.environment_factory is not None or bool(self.tools)
+
     def store_settings(self, path: str) -> dict[str, Any]:
         """What determines the samples: a store refuses to resume under different values."""
         keys = ("dataset_name", "dataset_config", "dataset_split", "prompt_column", "instruction", "system_prompt")
-        return {"model": path, **asdict(self.sampling), **{k: getattr(self, k) for k in (*keys, "chat_format")}}
+        settings = {"model": path, **asdict(self.sampling), **{k: getattr(self, k) for k in (*keys, "chat_format")}}
+        if self.is_agent():
+            agent_keys = ("environment_factory", "tools", "keep_columns", "max_tool_calling_iterations")
+            settings.update({k: getattr(self, k) for k in agent_keys})
+        return settings
 
 
 def parse(argv: list[str] | None = None) -> EvalArguments:
@@ -197,6 +230,41 @@ def make_sampler(args: EvalArguments, label: str, path: str):
     except (OSError, ValueError) as error:
         reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise RecipeError(f"model_name_or_path {label}={path!r} could not be loaded: {reason}") from None
+
+
+def make_episode_sampler(
+    args: EvalArguments, label: str, path: str, agent: dict[str, Any], rewards: list[Any], rows: list[dict[str, Any]]
+) -> EpisodeSampler:
+    """The checkpoint at ``path`` inside the trainer TRL would train this agent with (its tokenizer with TRL's
+    response parser, chat template and tool-result tokens), playing episodes with transformers' ``generate``."""
+    from datasets import Dataset
+
+    from .trainer import FiniteRewardsGRPOTrainer, PolyEPOConfig
+
+    config = PolyEPOConfig(
+        output_dir=str(Path(args.output_dir) / label),
+        max_completion_length=args.max_new_tokens,
+        max_tool_calling_iterations=args.max_tool_calling_iterations,
+        temperature=args.temperature,
+        model_init_kwargs={"dtype": args.dtype},
+        use_cpu=not torch.cuda.is_available(),
+        bf16=False,
+        report_to="none",
+        seed=args.seed,
+    )
+    try:
+        trainer = FiniteRewardsGRPOTrainer(
+            model=path, args=config, reward_funcs=rewards, train_dataset=Dataset.from_list(rows), **agent
+        )
+    except (OSError, ValueError) as error:
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise RecipeError(f"model_name_or_path {label}={path!r} could not be loaded: {reason}") from None
+    try:
+        check_tool_template(trainer.processing_class)
+    except RecipeError as error:
+        raise RecipeError(f"model_name_or_path {label}={path!r}: {error}") from None
+    steps = Agent(agent.get("environment_factory"), agent.get("tools", []), args.max_tool_calling_iterations)
+    return EpisodeSampler.for_trainer(trainer, args.sampling, steps, batch_size=args.batch_size)
 
 
 def check_held_out(args: EvalArguments, table: Any, checkpoints: list[tuple[str, str]]) -> None:
@@ -232,7 +300,8 @@ def run(args: EvalArguments) -> dict[str, Any]:
         raise RecipeError(str(error)) from None
     table = load_rows(args, args.dataset_split)
     check_held_out(args, table, checkpoints)
-    rows = list(format_dataset(table, args, args.max_problems))
+    agent, keep = agent_parts(args, args.chat_format, table, rewards)
+    rows = list(format_dataset(table, args, args.max_problems, keep=keep))
     if not rows:
         raise RecipeError("The dataset is empty after formatting.")
     scorer = Scorer(rewards, args.reward_weights, judge, args.vote_answer, args.judge_samples)
@@ -244,16 +313,28 @@ def run(args: EvalArguments) -> dict[str, Any]:
             store = SampleStore(out / label, args.store_settings(path), args.overwrite)
         except ValueError as error:
             raise RecipeError(str(error)) from None
-        problems[label] = evaluate_checkpoint(
-            rows,
-            store,
-            lambda label=label, path=path: make_sampler(args, label, path),
-            scorer,
-            chunk_size=args.chunk_size,
-            correct_threshold=args.correct_threshold,
-            maj_subsets=args.maj_subsets,
-            label=label,
-        )
+        if agent:
+            problems[label] = evaluate_agent_checkpoint(
+                rows,
+                store,
+                lambda label=label, path=path: make_episode_sampler(args, label, path, agent, rewards, rows),
+                scorer,
+                chunk_size=args.chunk_size,
+                correct_threshold=args.correct_threshold,
+                maj_subsets=args.maj_subsets,
+                label=label,
+            )
+        else:
+            problems[label] = evaluate_checkpoint(
+                rows,
+                store,
+                lambda label=label, path=path: make_sampler(args, label, path),
+                scorer,
+                chunk_size=args.chunk_size,
+                correct_threshold=args.correct_threshold,
+                maj_subsets=args.maj_subsets,
+                label=label,
+            )
         summaries[label] = summarize(problems[label], args.bootstrap, args.confidence, args.seed)
     report = {"settings": asdict(args), "summaries": summaries, "problems": problems}
     atomic_write_text(out / "report.json", json.dumps(report, indent=1))
