@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from unittest.mock import patch
 
@@ -20,6 +18,7 @@ from agents import COUNTER_PLANS, Counter, plan_script, save_tool_model, scripte
 from datasets import Dataset
 
 from poly_epo_trl import PolyEPOConfig, PolyEPOTrainer
+from poly_epo_trl.eval import main as eval_main
 from poly_epo_trl.evaluation.episodes import Agent, EpisodeSampler, observed_prompt, run_tool_calls
 from poly_epo_trl.evaluation.runner import episode_metrics
 from poly_epo_trl.evaluation.sampling import SamplingSettings
@@ -195,9 +194,7 @@ def test_the_goldbach_warm_start_plays_held_out_sums_as_the_agent_example_measur
     assert sum(m["distinct_correct_clusters"] for m in metrics) / len(metrics) > 1
 
 
-ROOT = Path(__file__).resolve().parent.parent
-AGENT_EVAL = "recipes/tiny/eval/config_agent_cpu.yaml"
-ENV = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "TRL_EXPERIMENTAL_SILENCE": "1"}
+AGENT_EVAL = str(Path(__file__).resolve().parent.parent / "recipes/tiny/eval/config_agent_cpu.yaml")
 
 
 def goldbach_reward(total: int, episode: list) -> float:
@@ -206,15 +203,14 @@ def goldbach_reward(total: int, episode: list) -> float:
     return float(pair is not None and sum(pair) == total and all(map(is_prime, pair)))
 
 
-def test_poly_epo_eval_plays_an_agents_episodes_and_a_killed_run_plays_the_lost_problem_again(tmp_path):
+def test_poly_epo_eval_plays_an_agents_episodes_and_a_killed_run_plays_the_lost_problem_again(tmp_path, caplog):
     """``poly-epo eval`` on the agent recipe: each problem's episodes are written as trajectories, scored by the
     environment (what its reward reads off the trajectory) and the plan judge. A run killed between writing a
     problem's episodes and their scores plays that problem again and gets the same episodes and report."""
     out = tmp_path / "eval"
-    command = [sys.executable, "-m", "poly_epo_trl.eval", "--config", AGENT_EVAL, "--output_dir", str(out)]
-    command += ["--max_problems", "4", "--num_samples", "8", "--chunk_size", "1"]
-    first = subprocess.run(command, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=300)
-    assert first.returncode == 0, first.stderr[-3000:]
+    argv = ["--config", AGENT_EVAL, "--output_dir", str(out), "--max_problems", "4", "--num_samples", "8"]
+    argv += ["--chunk_size", "1"]
+    report = eval_main(argv)
     samples = [json.loads(line) for line in (out / "warm_start" / "samples.jsonl").read_text().splitlines()]
     scores = [json.loads(line) for line in (out / "warm_start" / "scores.jsonl").read_text().splitlines()]
     totals = [row["total"] for row in goldbach_rows("test")]
@@ -222,27 +218,31 @@ def test_poly_epo_eval_plays_an_agents_episodes_and_a_killed_run_plays_the_lost_
     for sample, score in zip(samples, scores, strict=True):
         episodes = sample["completions"]
         assert len(episodes) == 8 and all(e[0]["role"] == "assistant" for e in episodes)
-        assert any([m["role"] for m in e] == ["assistant", "tool", "assistant"] for e in episodes)
+        assert any(roles(e) == ["assistant", "tool", "assistant"] for e in episodes)
         assert score["rewards"] == [goldbach_reward(totals[sample["index"]], e) for e in episodes]
         assert score["clusters"] == plan_judge("", episodes)
-    report = json.loads((out / "report.json").read_text())
     assert report["summaries"]["warm_start"]["pass_at_k"]["mean"][-1] > 0
 
     lines = (out / "warm_start" / "scores.jsonl").read_text().splitlines(keepends=True)
     (out / "warm_start" / "scores.jsonl").write_text("".join(lines[:-1]))  # killed before the last scores
-    again = subprocess.run(command, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=300)
-    assert again.returncode == 0, again.stderr[-3000:]
-    assert "resuming with 3 of 4 problems scored" in again.stderr
+    with caplog.at_level("INFO", logger="poly_epo_trl.evaluation.runner"):
+        again = eval_main(argv)
+    assert "resuming with 3 of 4 problems scored" in caplog.text
     replayed = [json.loads(line) for line in (out / "warm_start" / "samples.jsonl").read_text().splitlines()]
     assert len(replayed) == 5 and replayed[4] == samples[3]
-    assert json.loads((out / "report.json").read_text())["summaries"] == report["summaries"]
+    assert again["summaries"] == report["summaries"]
 
 
-def test_poly_epo_eval_refuses_an_agent_on_vllm_and_rows_its_environment_cannot_reset(tmp_path):
-    command = [sys.executable, "-m", "poly_epo_trl.eval", "--config", AGENT_EVAL, "--output_dir", str(tmp_path)]
-    vllm = subprocess.run([*command, "--backend", "vllm"], cwd=ROOT, env=ENV, capture_output=True, text=True)
-    assert vllm.returncode == 2 and "backend='vllm': an agent's episodes are played with transformers" in vllm.stderr
-    plain = subprocess.run(
-        [*command, "--dataset_name", "builtin:sum_pair"], cwd=ROOT, env=ENV, capture_output=True, text=True
-    )
-    assert plain.returncode == 2 and "reset needs 'total'" in plain.stderr, plain.stderr[-2000:]
+@pytest.mark.parametrize(
+    ("keys", "message"),
+    [
+        (["--backend", "vllm"], "backend='vllm': an agent's episodes are played with transformers"),
+        (["--dataset_name", "builtin:sum_pair"], "reset needs 'total'"),
+        (["--max_tool_calling_iterations", "-1"], "max_tool_calling_iterations=-1"),
+    ],
+)
+def test_poly_epo_eval_refuses_what_an_agent_cannot_be_evaluated_with(keys, message, tmp_path, capsys):
+    with pytest.raises(SystemExit) as stopped:
+        eval_main(["--config", AGENT_EVAL, "--output_dir", str(tmp_path), *keys])
+    assert stopped.value.code == 2
+    assert message in capsys.readouterr().err
