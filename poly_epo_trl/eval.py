@@ -16,6 +16,7 @@ import logging
 import math
 import sys
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +37,7 @@ from .environments import AgentArguments, agent_parts, check_tool_template
 from .evaluation.episodes import Agent, EpisodeSampler
 from .evaluation.plots import plot_report
 from .evaluation.report import format_table, summarize
-from .evaluation.runner import evaluate_agent_checkpoint, evaluate_checkpoint
+from .evaluation.runner import evaluate_checkpoint
 from .evaluation.sampling import BACKENDS, SamplingSettings, TransformersSampler, VLLMSampler, choose_backend
 from .evaluation.scoring import VOTE_MODES, Scorer
 from .evaluation.store import SampleStore
@@ -313,28 +314,22 @@ def run(args: EvalArguments) -> dict[str, Any]:
             store = SampleStore(out / label, args.store_settings(path), args.overwrite)
         except ValueError as error:
             raise RecipeError(str(error)) from None
-        if agent:
-            problems[label] = evaluate_agent_checkpoint(
-                rows,
-                store,
-                lambda label=label, path=path: make_episode_sampler(args, label, path, agent, rewards, rows),
-                scorer,
-                chunk_size=args.chunk_size,
-                correct_threshold=args.correct_threshold,
-                maj_subsets=args.maj_subsets,
-                label=label,
-            )
-        else:
-            problems[label] = evaluate_checkpoint(
-                rows,
-                store,
-                lambda label=label, path=path: make_sampler(args, label, path),
-                scorer,
-                chunk_size=args.chunk_size,
-                correct_threshold=args.correct_threshold,
-                maj_subsets=args.maj_subsets,
-                label=label,
-            )
+        make = (
+            partial(make_episode_sampler, args, label, path, agent, rewards, rows)
+            if agent
+            else partial(make_sampler, args, label, path)
+        )
+        problems[label] = evaluate_checkpoint(
+            rows,
+            store,
+            make,
+            scorer,
+            chunk_size=args.chunk_size,
+            correct_threshold=args.correct_threshold,
+            maj_subsets=args.maj_subsets,
+            label=label,
+            episodes=bool(agent),
+        )
         summaries[label] = summarize(problems[label], args.bootstrap, args.confidence, args.seed)
     report = {"settings": asdict(args), "summaries": summaries, "problems": problems}
     atomic_write_text(out / "report.json", json.dumps(report, indent=1))

@@ -20,16 +20,24 @@ logger = logging.getLogger(__name__)
 def evaluate_checkpoint(
     rows: Sequence[dict[str, Any]],
     store: SampleStore,
-    make_sampler: Callable[[], Sampler],
+    make_sampler: Callable[[], Sampler | EpisodeSampler],
     scorer: Scorer,
     chunk_size: int = 8,
     correct_threshold: float = 1.0,
     maj_subsets: int = 200,
     label: str = "",
+    episodes: bool = False,
 ) -> list[dict[str, Any]]:
     """Per-problem metrics for ``rows`` (dataset rows with ``prompt``, in index order), chunk by chunk: sample,
     write, score, write. Problems already sampled are not sampled again, nor scored ones scored again, so a killed
-    run loses at most one chunk. The sampler (the model) is only built when something is left to sample."""
+    run loses at most one chunk. The sampler (the model) is only built when something is left to sample.
+    With ``episodes`` (an agent; ``make_sampler`` gives an EpisodeSampler), each chunk is played, scored while its
+    environments are live (their ``get_reward``), and written, trajectories then scores; a problem played but not
+    scored when a run was killed is played again: its episodes depend only on (seed, index), so the same ones come
+    back."""
+    if episodes:
+        play_missing(rows, store, make_sampler, scorer, chunk_size, label)
+        return checkpoint_metrics(store.read("scores"), len(rows), correct_threshold, maj_subsets)
     samples, scores = store.read("samples"), store.read("scores")
     if samples:
         logger.info(
@@ -49,26 +57,23 @@ def evaluate_checkpoint(
     return checkpoint_metrics(scores, len(rows), correct_threshold, maj_subsets)
 
 
-def evaluate_agent_checkpoint(
+def play_missing(
     rows: Sequence[dict[str, Any]],
     store: SampleStore,
     make_sampler: Callable[[], EpisodeSampler],
     scorer: Scorer,
-    chunk_size: int = 8,
-    correct_threshold: float = 1.0,
-    maj_subsets: int = 200,
-    label: str = "",
-) -> list[dict[str, Any]]:
-    """``evaluate_checkpoint`` for an agent: each chunk of problems is played, scored while its environments are
-    live (their ``get_reward``), and written, trajectories then scores. A problem played but not scored when a run
-    was killed is played again: its episodes depend only on (seed, index), so the same ones come back."""
+    chunk_size: int,
+    label: str,
+) -> None:
+    """Plays, scores and writes the problems of ``rows`` that ``store`` has no scores for (``evaluate_checkpoint``
+    with ``episodes``), chunk by chunk with a progress line."""
     store.read("samples")  # drops a line cut short by a kill
     scores = store.read("scores")
     todo = [i for i in range(len(rows)) if i not in scores]
     if scores:
         logger.info("%s: resuming with %d of %d problems scored", label, len(scores), len(rows))
     if not todo:
-        return checkpoint_metrics(scores, len(rows), correct_threshold, maj_subsets)
+        return
     sampler = make_sampler()
     start = time.perf_counter()
     for at in range(0, len(todo), chunk_size):
@@ -84,11 +89,8 @@ def evaluate_agent_checkpoint(
                 for i, cs in zip(chunk, completions, strict=True)
             ],
         )
-        records = [{"index": i, **r} for i, r in zip(chunk, records, strict=True)]
-        store.append("scores", records)
-        scores.update((r["index"], r) for r in records)
-        log_progress(label, len(scores), len(rows), start, at + len(chunk), len(todo))
-    return checkpoint_metrics(scores, len(rows), correct_threshold, maj_subsets)
+        store.append("scores", [{"index": i, **r} for i, r in zip(chunk, records, strict=True)])
+        log_progress(label, len(scores) + at + len(chunk), len(rows), start, at + len(chunk), len(todo))
 
 
 def checkpoint_metrics(
