@@ -43,6 +43,9 @@ def test_the_agent_recipe_matches_the_agent_example():
     assert script_args.environment_factory == "goldbach_agent" and script_args.reward_funcs == []
     assert training_args.max_tool_calling_iterations == example.max_turns - 1
     assert (training_args.judge, model_args.model_name_or_path) == ("goldbach_agent", "builtin:goldbach_agent")
+    # the held-out curve: the example's points (every curve_every steps, curve_samples episodes per held-out sum)
+    assert (training_args.eval_steps, script_args.eval_num_samples) == (example.curve_every, example.curve_samples)
+    assert script_args.eval_dataset_name == "builtin:goldbach_agent" and script_args.eval_at_start
 
 
 def test_the_agent_recipe_trains_on_two_processes(tmp_path):
