@@ -37,7 +37,7 @@ from .environments import AgentArguments, agent_parts, check_environment_column,
 from .evaluation.callback import PassAtKCallback
 from .evaluation.episodes import Agent
 from .evaluation.sampling import SamplingSettings
-from .evaluation.scoring import Scorer
+from .evaluation.scoring import VOTE_MODES, Scorer
 from .judges import ClusteringJudge, JudgeFailing, resolve_judge
 from .models import resolve_model
 from .rewards import SandboxUnavailable, resolve_reward
@@ -88,6 +88,13 @@ class ScriptArguments(DatasetArguments, AgentArguments):
     )
     eval_max_problems: int | None = field(default=64, metadata={"help": "Evaluate on the first problems only."})
     eval_num_samples: int = field(default=16, metadata={"help": "Samples per held-out problem (n of pass@k)."})
+    eval_vote_answer: str = field(
+        default="auto",
+        metadata={
+            "help": f"What eval/maj@n counts: one of {VOTE_MODES}, as poly-epo eval's vote_answer ('plan': an "
+            "agent's tool calls in order, then its final text)."
+        },
+    )
     max_prompt_tokens: int | None = field(
         default=None,
         metadata={
@@ -105,6 +112,8 @@ class ScriptArguments(DatasetArguments, AgentArguments):
             self.reward_funcs = [] if self.environment_factory else ["math"]
         if not self.reward_funcs and not self.environment_factory:
             raise RecipeError("reward_funcs is empty: name at least one reward, e.g. [math].")
+        if self.eval_vote_answer not in VOTE_MODES:
+            raise RecipeError(f"eval_vote_answer={self.eval_vote_answer!r}: use one of {list(VOTE_MODES)}.")
         if self.max_train_samples is not None and self.max_train_samples < 1:
             raise RecipeError(
                 f"max_train_samples={self.max_train_samples} keeps no training rows: a positive count, or null for "
@@ -261,24 +270,31 @@ def build(script_args: ScriptArguments, training_args: PolyEPOConfig, model_args
 
 
 def held_out_scoring(
-    parts: dict[str, Any], training_args: PolyEPOConfig, num_samples: int, seed: int | None = None
+    parts: dict[str, Any],
+    training_args: PolyEPOConfig,
+    num_samples: int,
+    seed: int | None = None,
+    vote_answer: str = "auto",
 ) -> tuple[Scorer, SamplingSettings]:
-    """How held-out problems are evaluated: the recipe's rewards, reward weights and judge, and ``num_samples``
-    samples per problem at its completion length and temperature, seeded with ``seed`` (default: the recipe's)."""
+    """How held-out problems are evaluated: the recipe's rewards, reward weights and judge, majority vote by
+    ``vote_answer``, and ``num_samples`` samples per problem at its completion length and temperature, seeded with
+    ``seed`` (default: the recipe's)."""
     settings = SamplingSettings(
         num_samples=num_samples,
         max_new_tokens=training_args.max_completion_length,
         temperature=training_args.temperature,
         seed=training_args.seed if seed is None else seed,
     )
-    return Scorer(parts["reward_funcs"], training_args.reward_weights, parts["judge"]), settings
+    return Scorer(parts["reward_funcs"], training_args.reward_weights, parts["judge"], vote_answer), settings
 
 
 def pass_at_k_callback(
     trainer: Any, parts: dict[str, Any], script_args: ScriptArguments, training_args: PolyEPOConfig
 ):
     """The in-training evaluation on ``parts["eval_rows"]`` with the recipe's rewards, judge and sampling."""
-    scorer, settings = held_out_scoring(parts, training_args, script_args.eval_num_samples)
+    scorer, settings = held_out_scoring(
+        parts, training_args, script_args.eval_num_samples, vote_answer=script_args.eval_vote_answer
+    )
     agent = None
     if "environment_factory" in parts or "tools" in parts:
         agent = Agent(

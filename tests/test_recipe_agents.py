@@ -46,6 +46,7 @@ def test_the_agent_recipe_matches_the_agent_example():
     # the held-out curve: the example's points (every curve_every steps, curve_samples episodes per held-out sum)
     assert (training_args.eval_steps, script_args.eval_num_samples) == (example.curve_every, example.curve_samples)
     assert script_args.eval_dataset_name == "builtin:goldbach_agent" and script_args.eval_at_start
+    assert script_args.eval_vote_answer == "plan"  # the task's: majority vote over submitted pairs
 
 
 def test_the_agent_recipe_trains_on_two_processes(tmp_path):
@@ -79,6 +80,7 @@ def test_the_agent_recipe_trains_on_two_processes(tmp_path):
     expected = warm_start_held_out(tmp_path, num_samples=8, problems=5)
     for k, value in zip(expected["ks"], expected["pass_at_k"]["mean"], strict=True):
         assert float(evals[0][f"eval/pass@{k}"]) == pytest.approx(value, abs=1e-4)
+    assert float(evals[0]["eval/maj@8"]) == pytest.approx(expected["maj_at_k"]["mean"][-1], abs=1e-4)
     assert float(evals[0]["eval/distinct_correct_clusters"]) == pytest.approx(
         expected["distinct_correct_clusters"]["mean"], abs=1e-4
     )
@@ -86,7 +88,7 @@ def test_the_agent_recipe_trains_on_two_processes(tmp_path):
 
 def warm_start_held_out(tmp_path: Path, num_samples: int, problems: int) -> dict:
     """The goldbach warm start's held-out summary, its episodes played in this process as the recipe's evaluation
-    plays them (seed 0, 128 tokens, one tool round)."""
+    plays them (seed 0, 128 tokens, one tool round, majority vote over plans)."""
     args = PolyEPOConfig(
         output_dir=str(tmp_path / "here"), max_completion_length=128, max_tool_calling_iterations=1, use_cpu=True
     )
@@ -100,7 +102,8 @@ def warm_start_held_out(tmp_path: Path, num_samples: int, problems: int) -> dict
     )
     settings = SamplingSettings(num_samples=num_samples, max_new_tokens=128, seed=0)
     sampler = EpisodeSampler.for_trainer(trainer, settings, Agent(GoldbachEnvironment, [], 1))
-    return summarize(episode_metrics(sampler, table, list(range(problems)), Scorer([], judge=plan_judge)), 1)
+    scorer = Scorer([], judge=plan_judge, vote_answer="plan")
+    return summarize(episode_metrics(sampler, table, list(range(problems)), scorer), 1)
 
 
 def rows_file(tmp_path: Path, n: int = 8) -> Path:

@@ -127,6 +127,7 @@ TASK = TASKS.register("goldbach_agent")(
             "instruction": "",
             "max_completion_length": 128,
             "max_tool_calling_iterations": 1,  # a submit call, then the last word
+            "eval_vote_answer": "plan",  # majority vote over the pairs submitted, not the last words
         },
     )
 )
