@@ -24,9 +24,16 @@ MULTI_ENVIRONMENT_COLUMN = "environment"  # TRL's: which environment a row plays
 
 @dataclass
 class AgentArguments:
-    """A recipe's agent: TRL's ``environment_factory`` and ``tools`` by name, and the columns they read (shared by
-    ``poly-epo train`` and ``poly-epo eval``)."""
+    """A recipe's rewards and agent: reward functions, TRL's ``environment_factory`` and ``tools`` by name, and the
+    columns they read (shared by ``poly-epo train`` and ``poly-epo eval``)."""
 
+    reward_funcs: list[str] | None = field(
+        default=None,
+        metadata={
+            "help": "Rewards by name: 'math', 'code', 'sum_pair', or 'package.module:function'. Unset: ['math'], or "
+            "none with environment_factory (its get_reward is the reward)."
+        },
+    )
     environment_factory: dict[str, str] | str | None = field(
         default=None,
         metadata={
@@ -50,6 +57,14 @@ class AgentArguments:
             "reset names as parameters (and 'environment') are kept without being listed."
         },
     )
+
+    def settle_reward_funcs(self) -> None:
+        """Unset ``reward_funcs``: ``[math]``, or none when an environment brings its reward; RecipeError when empty
+        without an environment. Called from the recipe's ``__post_init__``."""
+        if self.reward_funcs is None:
+            self.reward_funcs = [] if self.environment_factory else ["math"]
+        if not self.reward_funcs and not self.environment_factory:
+            raise RecipeError("reward_funcs is empty: name at least one reward, e.g. [math].")
 
 
 @dataclass(frozen=True)
@@ -90,7 +105,12 @@ def describe_environment(name: str, factory: Callable[[], Any]) -> EnvironmentIn
         for p in inspect.signature(members["reset"]).parameters.values()
         if p.name != "self" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
     }
-    return EnvironmentInfo(name, "get_reward" in members, parameters)
+    return EnvironmentInfo(name, owns_reward(instance), parameters)
+
+
+def owns_reward(environment: Any) -> bool:
+    """Whether TRL takes the environment's ``get_reward()`` as a reward: a function of that name on its class."""
+    return inspect.isfunction(getattr(type(environment), "get_reward", None))
 
 
 def is_tool_method(name: str) -> bool:

@@ -64,13 +64,6 @@ class EvalArguments(DatasetArguments, AgentArguments):
     output_dir: str = field(default="outputs/eval", metadata={"help": "Report, plots, and per-checkpoint samples."})
     dataset_split: str = field(default="test", metadata={"help": "Split to evaluate on."})
     max_problems: int | None = field(default=None, metadata={"help": "Evaluate only the first problems."})
-    reward_funcs: list[str] | None = field(
-        default=None,
-        metadata={
-            "help": "Rewards by name: 'math', 'code', 'sum_pair', or 'package.module:function'. Unset: ['math'], or "
-            "none with environment_factory (its get_reward is the reward)."
-        },
-    )
     max_tool_calling_iterations: int | None = field(
         default=None,
         metadata={"help": "An agent's tool rounds per episode, as in training (None: up to max_new_tokens)."},
@@ -137,10 +130,7 @@ class EvalArguments(DatasetArguments, AgentArguments):
         super().__post_init__()
         if not self.model_name_or_path:
             raise RecipeError("model_name_or_path is empty: name the checkpoints to compare, each 'label=path'.")
-        if self.reward_funcs is None:
-            self.reward_funcs = [] if self.environment_factory else ["math"]
-        if not self.reward_funcs and not self.environment_factory:
-            raise RecipeError("reward_funcs is empty: name at least one reward, e.g. [math].")
+        self.settle_reward_funcs()
         if self.reward_weights is not None and len(self.reward_weights) != len(self.reward_funcs):
             raise RecipeError(
                 f"reward_weights has {len(self.reward_weights)} entries for {len(self.reward_funcs)} rewards."

@@ -58,13 +58,6 @@ class ScriptArguments(DatasetArguments, AgentArguments):
 
     dataset_train_split: str = field(default="train", metadata={"help": "Split to train on."})
     max_train_samples: int | None = field(default=None, metadata={"help": "Keep only the first rows (smoke tests)."})
-    reward_funcs: list[str] | None = field(
-        default=None,
-        metadata={
-            "help": "Rewards by name: 'math', 'code', 'sum_pair', or 'package.module:function'. Unset: ['math'], or "
-            "none with environment_factory (its get_reward is the reward)."
-        },
-    )
     trainer: str = field(
         default="poly_epo", metadata={"help": "'poly_epo', 'grpo' (Dr.GRPO baseline) or 'grpo_div' (GRPO+DIV)."}
     )
@@ -108,10 +101,7 @@ class ScriptArguments(DatasetArguments, AgentArguments):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.reward_funcs is None:
-            self.reward_funcs = [] if self.environment_factory else ["math"]
-        if not self.reward_funcs and not self.environment_factory:
-            raise RecipeError("reward_funcs is empty: name at least one reward, e.g. [math].")
+        self.settle_reward_funcs()
         if self.eval_vote_answer not in VOTE_MODES:
             raise RecipeError(f"eval_vote_answer={self.eval_vote_answer!r}: use one of {list(VOTE_MODES)}.")
         if self.max_train_samples is not None and self.max_train_samples < 1:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+from trl.chat_template_utils import parse_response
 
 from ..environments import MULTI_ENVIRONMENT_COLUMN, is_tool_method
 from .sampling import SamplingSettings
@@ -129,6 +130,8 @@ class EpisodeSampler:
         self.chat_template_kwargs = chat_template_kwargs or {}
         config = getattr(model.config, "text_config", None) or model.config
         self.max_model_len = getattr(config, "max_position_embeddings", None) or 1 << 62
+        eos = model.generation_config.eos_token_id
+        self.eos_ids = set(eos if isinstance(eos, list) else [eos]) | {tokenizer.eos_token_id}
 
     @classmethod
     def for_trainer(cls, trainer: Any, settings: SamplingSettings, agent: Agent, model: Any = None, **kwargs: Any):
@@ -178,8 +181,6 @@ class EpisodeSampler:
 
     def _take_turns(self, episodes: list[Episode]) -> None:
         """Each episode's next turn, sampled within what is left of its completion budget, parsed and recorded."""
-        from trl.chat_template_utils import parse_response
-
         s = self.settings
         for at in range(0, len(episodes), self.batch_size):
             chunk = episodes[at : at + self.batch_size]
@@ -218,9 +219,7 @@ class EpisodeSampler:
 
     def _turn_end(self, ids: list[int]) -> int:
         """Where a sampled turn ends: just after its first end-of-sequence token (generation pads after it)."""
-        eos = self.model.generation_config.eos_token_id
-        eos = set(eos if isinstance(eos, list) else [eos]) | {self.tokenizer.eos_token_id}
-        return next((at + 1 for at, token in enumerate(ids) if token in eos), len(ids))
+        return next((at + 1 for at, token in enumerate(ids) if token in self.eos_ids), len(ids))
 
     def _run_tools(self, episode: Episode) -> bool:
         """Runs the last turn's tool calls and appends their results; False when the episode is over (no calls, or

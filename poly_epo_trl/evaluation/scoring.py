@@ -8,6 +8,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..environments import owns_reward
 from ..judges import ClusteringJudge, resolve_judge
 from ..judges.answer import ANSWER_MODES, final_answer
 from ..text import final_text, judge_input, normalize_answer, plan_text, prompt_text
@@ -110,11 +111,6 @@ def vote_answer(completion: Any, mode: str = "auto") -> str | None:
     if mode == "plan":
         return normalize_answer(plan_text(completion)) or None
     return final_answer(final_text(completion), mode)
-
-
-def owns_reward(environment: Any) -> bool:
-    """Whether TRL takes the environment's ``get_reward()`` as a reward (a method of its class)."""
-    return callable(getattr(type(environment), "get_reward", None))
 
 
 def environment_rewards(environments: list[Any], **kwargs: Any) -> list[float | None]:
