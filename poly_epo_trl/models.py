@@ -14,6 +14,9 @@ from .constants import BUILTIN_PREFIX
 from .registry import Registry
 
 MODELS: Registry[Callable[[], str]] = Registry("model")
+FSDP_SHARDS = "pytorch_model_fsdp_0"
+MERGED = "merged"
+MODEL_FILES = ("config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json", "chat_template.jinja")
 MODEL_UNSET = (
     "model_name_or_path is not set: name the model to train (a Hub id or a local directory), or builtin:demo for "
     "the CPU demo's tiny model."
@@ -60,4 +63,35 @@ def resolve_model(name: str | None) -> str:
         if builtin not in MODELS:
             raise RecipeError(f"model_name_or_path={name!r}: no such built-in model; {MODELS.hint()}")
         return MODELS.get(builtin)()
+    if (Path(name).expanduser() / FSDP_SHARDS).is_dir():
+        return str(merge_fsdp_checkpoint(Path(name).expanduser()))
     return name
+
+
+def merge_fsdp_checkpoint(folder: Path) -> Path:
+    """A checkpoint saved under FSDP with SHARDED_STATE_DICT (weight shards in ``pytorch_model_fsdp_0/``, no model
+    file) as a folder ``from_pretrained`` loads: the shards merged once by accelerate's ``merge_fsdp_weights`` into
+    ``<folder>/merged``, with the config and tokenizer the trainer wrote beside them."""
+    merged = folder / MERGED
+    if (merged / "model.safetensors").is_file():
+        return merged
+    command = f"accelerate merge-weights {folder / FSDP_SHARDS} {merged}"
+    if not (folder / "config.json").is_file():
+        raise RecipeError(
+            f"model_name_or_path={str(folder)!r} holds FSDP weight shards without a config.json: run `{command}`, "
+            "then copy the run's config.json and tokenizer files into it and use that folder."
+        )
+    from accelerate.utils import merge_fsdp_weights
+
+    print(f"{folder} holds FSDP shards: merging them into {merged} (as `{command}` does)", flush=True)
+    partial = folder / f"{MERGED}.partial-{os.getpid()}"  # each process its own: ranks may merge at once
+    shutil.rmtree(partial, ignore_errors=True)
+    merge_fsdp_weights(str(folder / FSDP_SHARDS), str(partial), safe_serialization=True)
+    for name in MODEL_FILES:
+        if (folder / name).is_file():
+            shutil.copy(folder / name, partial / name)
+    try:
+        os.replace(partial, merged)
+    except OSError:  # another process finished first
+        shutil.rmtree(partial, ignore_errors=True)
+    return merged

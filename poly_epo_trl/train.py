@@ -43,6 +43,7 @@ from .models import resolve_model
 from .rewards import SandboxUnavailable, resolve_reward
 from .tasks import load_rows, task_defaults
 from .trainer import FiniteRewardsGRPOTrainer, GRPODivTrainer, PolyEPOConfig, PolyEPOTrainer
+from .trainer.engines import asked_engine, engine_mismatch, engine_of, precision_mismatch, save_final_model
 from .trainer.preemption import Preempted
 from .trainer.resume import CheckpointFailed, complete_checkpoints
 
@@ -191,6 +192,9 @@ def build(script_args: ScriptArguments, training_args: PolyEPOConfig, model_args
     check_model_path(model_args.model_name_or_path)
     check_output_dir(training_args.output_dir)
     check_quantization(model_args)
+    mismatch = precision_mismatch(training_args)
+    if mismatch:
+        raise RecipeError(mismatch)
     try:
         rewards = [resolve_reward(name, script_args) for name in script_args.reward_funcs]
     except (ValueError, SandboxUnavailable) as error:
@@ -350,6 +354,9 @@ def main(argv: list[str] | None = None) -> Any:
         return parts
     try:
         trainer = run(script_args, training_args, model_args, parts)
+    except RecipeError as error:
+        print(f"error: {error}", file=sys.stderr)
+        raise SystemExit(2) from None
     except JudgeFailing as error:
         print(f"error: {error}", file=sys.stderr)
         raise SystemExit(1) from None
@@ -393,13 +400,19 @@ def run(
         quantization_config=get_quantization_config(model_args),
         **kwargs,
     )
+    engine = engine_of(trainer.accelerator)
+    mismatch = engine_mismatch(asked_engine(), engine)
+    if mismatch:
+        raise RecipeError(mismatch)
+    if trainer.accelerator.is_main_process:
+        print(engine.describe(), flush=True)
     if parts["eval_rows"]:
         trainer.add_callback(pass_at_k_callback(trainer, parts, script_args, training_args))
     if not print_logs:
         trainer.remove_callback(PrinterCallback)
         trainer.remove_callback(ProgressCallback)
     trainer.train(resume_from_checkpoint=resume_checkpoint(training_args))
-    trainer.save_model(training_args.output_dir)
+    save_final_model(trainer, training_args.output_dir)
     return trainer
 
 

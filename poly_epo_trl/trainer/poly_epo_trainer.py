@@ -36,6 +36,7 @@ from ..files import is_disk_full
 from ..judges import ClusteringJudge, JudgeFailing, resolve_judge, step_metrics
 from ..text import judge_input, prompt_text, trajectory_text
 from .config import DEFAULT_JUDGE, PolyEPOConfig, load_objective
+from .engines import save_config_beside_shards
 from .preemption import StepAbandoned, preemption_guard
 from .resume import (
     CheckpointFailed,
@@ -169,6 +170,7 @@ class FiniteRewardsGRPOTrainer(GRPOTrainer):
         folder = checkpoint_folder(run_dir, self.state.global_step)
         try:
             save_resume_state(self, folder, self.accelerator.process_index)
+            save_config_beside_shards(self, folder)
             self.accelerator.wait_for_everyone()
             super()._save_checkpoint(model, trial)
         except Exception as error:
