@@ -16,7 +16,8 @@ from .registry import Registry
 MODELS: Registry[Callable[[], str]] = Registry("model")
 FSDP_SHARDS = "pytorch_model_fsdp_0"
 MERGED = "merged"
-MODEL_FILES = ("config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json", "chat_template.jinja")
+MODEL_FILES = ("config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json")
+MODEL_FILES += ("chat_template.jinja", "special_tokens_map.json")
 MODEL_UNSET = (
     "model_name_or_path is not set: name the model to train (a Hub id or a local directory), or builtin:demo for "
     "the CPU demo's tiny model."

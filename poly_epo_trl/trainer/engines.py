@@ -81,9 +81,11 @@ def engine_of(accelerator: Any, environ: Mapping[str, str] = os.environ) -> Engi
     state = accelerator.state
     world = accelerator.num_processes
     local = int(environ.get("LOCAL_WORLD_SIZE", world) or world)
-    common = {"world_size": world, "machines": max(1, world // max(local, 1)), "mixed_precision": str(
-        accelerator.mixed_precision
-    )}
+    common = {
+        "world_size": world,
+        "machines": max(1, world // max(local, 1)),
+        "mixed_precision": str(accelerator.mixed_precision),
+    }
     if accelerator.distributed_type == DistributedType.DEEPSPEED:
         return Engine("deepspeed", zero_stage=int(state.deepspeed_plugin.zero_stage), **common)
     if accelerator.distributed_type == DistributedType.FSDP:
@@ -116,18 +118,25 @@ def precision_mismatch(args: Any) -> str | None:
     if launched == "no" or args.bf16 or args.fp16:
         return None
     return (
-        f"accelerate launch asks for mixed_precision={launched} (its config file or --mixed_precision), but the recipe "
-        f"has bf16: false and fp16: false. Make them agree: add `--mixed_precision no` to accelerate launch (on CPU, "
-        f"where {launched} is slow), or set {launched}: true in the recipe."
+        f"accelerate launch asks for mixed_precision={launched} (its config file or --mixed_precision), but the "
+        f"recipe has bf16: false and fp16: false. Make them agree: add `--mixed_precision no` to accelerate launch "
+        f"(on CPU, where {launched} is slow), or set {launched}: true in the recipe."
     )
+
+
+def sharded_fsdp_plugin(trainer: Any) -> Any:
+    """The trainer's FSDP plugin when it saves SHARDED_STATE_DICT (weight shards, no model file), else None."""
+    plugin = getattr(trainer.accelerator.state, "fsdp_plugin", None)
+    if getattr(trainer, "is_fsdp_enabled", False) and plugin is not None and "SHARDED" in plugin.state_dict_type.name:
+        return plugin
+    return None
 
 
 def save_config_beside_shards(trainer: Any, folder: str) -> None:
     """Under FSDP with SHARDED_STATE_DICT a checkpoint holds weight shards and no ``config.json``: write the model's
     config, generation config and tokenizer into ``folder`` so the shards can be merged into a model
     (``models.merge_fsdp_checkpoint``, which ``poly-epo eval`` and ``model_name_or_path`` use)."""
-    plugin = getattr(trainer.accelerator.state, "fsdp_plugin", None)
-    if not getattr(trainer, "is_fsdp_enabled", False) or plugin is None or "SHARDED" not in plugin.state_dict_type.name:
+    if sharded_fsdp_plugin(trainer) is None:
         return
     if trainer.accelerator.is_main_process:
         model = trainer.accelerator.unwrap_model(trainer.model)  # a PeftModel forwards config to its base model
@@ -141,7 +150,7 @@ def save_config_beside_shards(trainer: Any, folder: str) -> None:
 def save_final_model(trainer: Any, output_dir: str) -> None:
     """``trainer.save_model`` with a model ``from_pretrained`` can load whatever the engine: under FSDP with
     SHARDED_STATE_DICT (fast checkpoints) the final save gathers the full state dict instead of writing shards."""
-    plugin = getattr(trainer.accelerator.state, "fsdp_plugin", None)
-    if getattr(trainer, "is_fsdp_enabled", False) and plugin is not None and "SHARDED" in plugin.state_dict_type.name:
+    plugin = sharded_fsdp_plugin(trainer)
+    if plugin is not None:
         plugin.set_state_dict_type("FULL_STATE_DICT")
     trainer.save_model(output_dir)
