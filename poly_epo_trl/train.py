@@ -43,9 +43,16 @@ from .models import resolve_model
 from .rewards import SandboxUnavailable, resolve_reward
 from .tasks import load_rows, task_defaults
 from .trainer import FiniteRewardsGRPOTrainer, GRPODivTrainer, PolyEPOConfig, PolyEPOTrainer
-from .trainer.engines import asked_engine, engine_mismatch, engine_of, precision_mismatch, save_final_model
+from .trainer.engines import (
+    asked_engine,
+    engine_mismatch,
+    engine_of,
+    final_model_from_checkpoint,
+    precision_mismatch,
+    save_final_model,
+)
 from .trainer.preemption import Preempted
-from .trainer.resume import CheckpointFailed, complete_checkpoints
+from .trainer.resume import CheckpointFailed, complete_checkpoints, finished_step
 
 logger = logging.getLogger(__name__)
 TRAINERS = {"poly_epo": PolyEPOTrainer, "grpo": FiniteRewardsGRPOTrainer, "grpo_div": GRPODivTrainer}
@@ -377,8 +384,16 @@ def run(
     print_logs: bool = True,
 ) -> Any:
     """Train from ``build``'s parts: record the training problems, make the trainer the recipe names (plus the
-    held-out evaluation), resume from the last checkpoint, train, save. Returns the trainer. ``print_logs=False``
-    drops the log dicts and the progress bar (the held-out evaluation still logs a line each time)."""
+    held-out evaluation), resume from the last checkpoint, train, save. Returns the trainer, or None when
+    ``output_dir`` already holds the finished run (its final model is made sure of). ``print_logs=False`` drops the
+    log dicts and the progress bar (the held-out evaluation still logs a line each time)."""
+    checkpoint = resume_checkpoint(training_args)
+    done = finished_step(checkpoint, training_args.max_steps) if isinstance(checkpoint, str) else None
+    if done is not None:
+        print(f"{checkpoint} is step {done}, the run's last: nothing left to train.", flush=True)
+        if int(os.environ.get("RANK", "0")) == 0 and final_model_from_checkpoint(checkpoint, training_args.output_dir):
+            print(f"{training_args.output_dir} had no final model: copied the one of {checkpoint}.", flush=True)
+        return None
     if int(os.environ.get("RANK", "0")) == 0:
         save_training_problems(
             training_args.output_dir,
@@ -411,7 +426,7 @@ def run(
     if not print_logs:
         trainer.remove_callback(PrinterCallback)
         trainer.remove_callback(ProgressCallback)
-    trainer.train(resume_from_checkpoint=resume_checkpoint(training_args))
+    trainer.train(resume_from_checkpoint=checkpoint)
     save_final_model(trainer, training_args.output_dir)
     return trainer
 

@@ -134,16 +134,47 @@ def test_sigterm_between_checkpoints_saves_every_step_done_and_resumes_exactly(r
 
 
 def test_a_second_signal_exits_at_once(tmp_path):
-    """Steps of 0.4 s (a slow reward): the first SIGTERM waits for the step's end, the second does not."""
-    run = Run(tmp_path, "--reward_funcs", "slow_reward:slow_sum_pair_reward", "--save_steps", "1000")
-    run.wait_for_step(2)
+    """Steps of 3 s (a slow reward): the first SIGTERM waits for the step's end, the second (1.5 s later) does not."""
+    run = Run(tmp_path, "--reward_funcs", "slow_reward:slower_sum_pair_reward", "--save_steps", "1000")
+    run.wait_for_step(1)
     time.sleep(0.1)
     run.process.send_signal(signal.SIGTERM)
-    time.sleep(0.05)
+    time.sleep(1.5)
     run.process.send_signal(signal.SIGTERM)
     assert run.finish() == 128 + signal.SIGTERM
     assert "SIGTERM again: exiting now" in run.output()
     assert not list(tmp_path.glob("checkpoint-*"))
+
+
+def test_the_same_signal_delivered_twice_at_once_is_one_stop(tmp_path):
+    """Under accelerate launch a scheduler's SIGTERM reaches a worker twice (from the scheduler and forwarded by
+    torchrun's agent): two signals 20 ms apart still finish the step and save it."""
+    run = Run(tmp_path, "--reward_funcs", "slow_reward:slow_sum_pair_reward", "--save_steps", "1000")
+    run.wait_for_step(2)
+    run.process.send_signal(signal.SIGTERM)
+    time.sleep(0.02)
+    code, _, output = run.sigterm()
+    assert code == 128 + signal.SIGTERM, output
+    assert "SIGTERM again" not in output
+    assert (tmp_path / f"checkpoint-{stopped_step(output)}" / "trainer_state.json").exists()
+
+
+def test_a_finished_run_started_again_trains_nothing_and_keeps_its_model(tmp_path):
+    """transformers, resumed from a run's last checkpoint, trains one step more: a finished job started again (a
+    requeue) would overwrite its final model with a step past max_steps. The same command leaves the run as it was,
+    and a missing final model (killed while writing it) comes from the last checkpoint."""
+    extra = ("--max_steps", "4", "--save_steps", "2")
+    assert Run(tmp_path, *extra).finish() == 0
+    final = (tmp_path / "model.safetensors").read_bytes()
+    again = Run(tmp_path, *extra)
+    assert again.finish() == 0, again.output()
+    assert again.steps == 0 and "checkpoint-4 is step 4, the run's last: nothing left to train" in again.output()
+    assert (tmp_path / "model.safetensors").read_bytes() == final
+    assert sorted(p.name for p in tmp_path.glob("checkpoint-*")) == ["checkpoint-2", "checkpoint-4"]
+    (tmp_path / "model.safetensors").unlink()
+    third = Run(tmp_path, *extra)
+    assert third.finish() == 0 and "had no final model: copied the one of" in third.output()
+    assert (tmp_path / "model.safetensors").read_bytes() == final
 
 
 def test_killed_while_writing_a_checkpoint_resumes_from_the_last_complete_one(reference, tmp_path):

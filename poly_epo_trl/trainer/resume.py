@@ -159,6 +159,15 @@ def incomplete_reason(checkpoint: str, world_size: int) -> str | None:
     return None
 
 
+def finished_step(checkpoint: str, max_steps: int) -> int | None:
+    """The step of ``checkpoint`` when it ends the run (``max_steps`` when set, else the run's own total from its
+    ``trainer_state.json``), else None. transformers, resumed from such a checkpoint, trains one step more."""
+    with open(os.path.join(checkpoint, "trainer_state.json")) as handle:
+        state = json.load(handle)
+    total = max_steps if max_steps > 0 else int(state.get("max_steps", 0))
+    return state["global_step"] if 0 < total <= state["global_step"] else None
+
+
 def complete_checkpoints(output_dir: str, world_size: int) -> tuple[list[str], list[tuple[str, str]]]:
     """The complete ``checkpoint-N`` folders of ``output_dir``, oldest first, and the incomplete ones with why."""
     if not os.path.isdir(output_dir):
