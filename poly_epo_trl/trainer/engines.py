@@ -10,12 +10,17 @@ and ``precision_mismatch`` say what disagrees and how to fix it.
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from accelerate.utils import DistributedType
 
+from ..models import FSDP_SHARDS, merge_fsdp_checkpoint
+
+WEIGHTS = ("model.safetensors", "model.safetensors.index.json", "adapter_model.safetensors")
 ASKED = {"ACCELERATE_USE_DEEPSPEED": "deepspeed", "ACCELERATE_USE_FSDP": "fsdp"}
 SHARDING = {
     "ddp": "nothing (each process holds the whole model and optimizer)",
@@ -52,11 +57,6 @@ class Engine:
     def sharding(self) -> str:
         key = f"zero{self.zero_stage}" if self.kind == "deepspeed" else self.kind
         return SHARDING[key]
-
-    @property
-    def sharded_state_dict(self) -> bool:
-        """Whether transformers' ``save_model`` would write shards instead of a model (FSDP's SHARDED_STATE_DICT)."""
-        return self.kind == "fsdp" and "SHARDED" in (self.state_dict_type or "")
 
     def describe(self) -> str:
         where = f"{self.world_size} processes" if self.world_size > 1 else "1 process"
@@ -154,3 +154,22 @@ def save_final_model(trainer: Any, output_dir: str) -> None:
     if plugin is not None:
         plugin.set_state_dict_type("FULL_STATE_DICT")
     trainer.save_model(output_dir)
+
+
+def final_model_from_checkpoint(checkpoint: str, output_dir: str) -> bool:
+    """Give ``output_dir`` the model of its run's last checkpoint when it has none (a run killed while writing its
+    final model): the checkpoint's model files (FSDP shards merged first) copied over. True when it copied."""
+    out = Path(output_dir)
+    if (out / "config.json").is_file() and any((out / name).is_file() for name in WEIGHTS):
+        return False
+    source = Path(checkpoint)
+    if (source / FSDP_SHARDS).is_dir():
+        source = merge_fsdp_checkpoint(source)
+    for path in source.iterdir():
+        if path.is_file() and (
+            path.suffix in (".safetensors", ".jinja")
+            or path.name.endswith("config.json")
+            or path.name.startswith(("tokenizer", "special_tokens", "model.safetensors"))
+        ):
+            shutil.copy(path, out / path.name)
+    return True

@@ -6,7 +6,9 @@ agrees (a max over processes), so all stop after the same step; transformers the
 ``train()`` raises ``Preempted``. A step still waiting for its judge verdicts while the judge is down, or half the
 grace period after the signal, is abandoned instead (``StepAbandoned``): nothing of it was applied, and the trainer
 saves the last completed step. A watchdog bounds the whole: past ``grace_seconds`` the process exits without the
-step (the last complete checkpoint is what a restart resumes from). A second signal exits at once.
+step (the last complete checkpoint is what a restart resumes from). A second signal exits at once, unless it comes
+within ``SAME_STOP_SECONDS`` of the first: under ``accelerate launch`` (torchrun) a scheduler's SIGTERM reaches a
+worker twice, from the scheduler (which signals every process of the job) and forwarded by the launcher's agent.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from transformers import TrainerCallback
 from .resume import checkpoint_folder
 
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
+SAME_STOP_SECONDS = 1.0
 
 
 class Preempted(Exception):
@@ -54,6 +57,8 @@ class PreemptionCallback(TrainerCallback):
 
     def handle(self, signum: int, frame: Any) -> None:
         name = signal.Signals(signum).name
+        if self.signum is not None and time.monotonic() - self.received_at < SAME_STOP_SECONDS:
+            return  # the same stop, delivered again (a launcher forwarding what the whole job was sent)
         if self.signum is not None:
             print(f"{name} again: exiting now, without a checkpoint of the step in progress.", file=sys.stderr)
             sys.stderr.flush()
