@@ -17,7 +17,7 @@ MODELS: Registry[Callable[[], str]] = Registry("model")
 FSDP_SHARDS = "pytorch_model_fsdp_0"
 MERGED = "merged"
 MODEL_FILES = ("config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json")
-MODEL_FILES += ("chat_template.jinja", "special_tokens_map.json")
+MODEL_FILES += ("chat_template.jinja", "special_tokens_map.json", "adapter_config.json")
 MODEL_UNSET = (
     "model_name_or_path is not set: name the model to train (a Hub id or a local directory), or builtin:demo for "
     "the CPU demo's tiny model."
@@ -72,12 +72,14 @@ def resolve_model(name: str | None) -> str:
 def merge_fsdp_checkpoint(folder: Path) -> Path:
     """A checkpoint saved under FSDP with SHARDED_STATE_DICT (weight shards in ``pytorch_model_fsdp_0/``, no model
     file) as a folder ``from_pretrained`` loads: the shards merged once by accelerate's ``merge_fsdp_weights`` into
-    ``<folder>/merged``, with the config and tokenizer the trainer wrote beside them."""
+    ``<folder>/merged``, with the config (for LoRA, the adapter's: the merge is then the adapter) and tokenizer the
+    trainer wrote beside them."""
     merged = folder / MERGED
     if (merged / "model.safetensors").is_file():
         return merged
     command = f"accelerate merge-weights {folder / FSDP_SHARDS} {merged}"
-    if not (folder / "config.json").is_file():
+    adapter = (folder / "adapter_config.json").is_file()
+    if not adapter and not (folder / "config.json").is_file():
         raise RecipeError(
             f"model_name_or_path={str(folder)!r} holds FSDP weight shards without a config.json: run `{command}`, "
             "then copy the run's config.json and tokenizer files into it and use that folder."
@@ -88,6 +90,8 @@ def merge_fsdp_checkpoint(folder: Path) -> Path:
     partial = folder / f"{MERGED}.partial-{os.getpid()}"  # each process its own: ranks may merge at once
     shutil.rmtree(partial, ignore_errors=True)
     merge_fsdp_weights(str(folder / FSDP_SHARDS), str(partial), safe_serialization=True)
+    if adapter:  # a LoRA checkpoint's shards are the adapter, under PEFT's saved names
+        os.replace(partial / "model.safetensors", partial / "adapter_model.safetensors")
     for name in MODEL_FILES:
         if (folder / name).is_file():
             shutil.copy(folder / name, partial / name)

@@ -24,6 +24,7 @@ import psutil
 import pytest
 import torch
 
+from poly_epo_trl.models import resolve_model
 from poly_epo_trl.trainer.resume import complete_checkpoints
 
 pytestmark = [
@@ -152,15 +153,17 @@ def logged(out: Path) -> list[dict]:
 
 
 def final_weights(out: Path, lora: bool) -> dict[str, torch.Tensor]:
-    """The final model as ``from_pretrained`` loads it (for LoRA, the base model with the adapter)."""
+    """The model in ``out`` as ``from_pretrained`` loads it (for LoRA, the base model with the adapter), found as
+    ``poly-epo eval`` finds it (``resolve_model``: FSDP shards merged)."""
+    path = resolve_model(str(out))
     if lora:
         from peft import AutoPeftModelForCausalLM
 
-        model = AutoPeftModelForCausalLM.from_pretrained(out)
+        model = AutoPeftModelForCausalLM.from_pretrained(path)
     else:
         from transformers import AutoModelForCausalLM
 
-        model = AutoModelForCausalLM.from_pretrained(out)
+        model = AutoModelForCausalLM.from_pretrained(path)
     return {k: v.detach().clone() for k, v in model.state_dict().items()}
 
 

@@ -134,15 +134,20 @@ def sharded_fsdp_plugin(trainer: Any) -> Any:
 
 def save_config_beside_shards(trainer: Any, folder: str) -> None:
     """Under FSDP with SHARDED_STATE_DICT a checkpoint holds weight shards and no ``config.json``: write the model's
-    config, generation config and tokenizer into ``folder`` so the shards can be merged into a model
-    (``models.merge_fsdp_checkpoint``, which ``poly-epo eval`` and ``model_name_or_path`` use)."""
+    config and generation config (for LoRA, the adapter's config) and the tokenizer into ``folder`` so the shards
+    can be merged into a model (``models.merge_fsdp_checkpoint``, which ``poly-epo eval`` and
+    ``model_name_or_path`` use)."""
     if sharded_fsdp_plugin(trainer) is None:
         return
     if trainer.accelerator.is_main_process:
-        model = trainer.accelerator.unwrap_model(trainer.model)  # a PeftModel forwards config to its base model
-        model.config.save_pretrained(folder)
-        if getattr(model, "generation_config", None) is not None:
-            model.generation_config.save_pretrained(folder)
+        model = trainer.accelerator.unwrap_model(trainer.model)
+        adapters = getattr(model, "peft_config", None)
+        if adapters:  # LoRA: the shards are the adapter's weights (PEFT's saved names)
+            adapters[model.active_adapter].save_pretrained(folder)
+        else:
+            model.config.save_pretrained(folder)
+            if getattr(model, "generation_config", None) is not None:
+                model.generation_config.save_pretrained(folder)
         if trainer.processing_class is not None:
             trainer.processing_class.save_pretrained(folder)
 
