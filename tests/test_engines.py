@@ -10,6 +10,7 @@ gives FSDP only on GPUs); without it the run is refused at the door, which this 
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import os
 import re
@@ -30,7 +31,7 @@ from poly_epo_trl.trainer.resume import complete_checkpoints
 pytestmark = [
     pytest.mark.engines,
     pytest.mark.skipif(
-        __import__("importlib").util.find_spec("deepspeed") is None,
+        importlib.util.find_spec("deepspeed") is None,
         reason="needs DeepSpeed: pip install '.[deepspeed]' (make install does), then make test-engines",
     ),
 ]

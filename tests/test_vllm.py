@@ -127,6 +127,27 @@ def test_weight_sync_into_the_cpu_engine_needs_the_workaround(tmp_path):
     assert result["raised"] and "Attempted to load weight" in result["raised"], result
 
 
+def test_seeded_sampling_with_chunked_prefill_needs_the_workaround(tmp_path):
+    """vLLM's CPU build rewinds a seeded request's generator when it discards the token sampled after a partial
+    prefill, and CPU generators have no offset: with every prefill split (a 4-token budget) the engine dies. With
+    ``seeded_engine_kwargs`` (chunked prefill off) the same seeded sampling works. Fails once vLLM no longer needs
+    it."""
+    outputs = {}
+    for mode in ("bare", "workaround"):
+        out = tmp_path / mode
+        out.mkdir()
+        argv = [sys.executable, str(TESTS / "vllm_seeded_run.py"), str(out), mode]
+        done = subprocess.run(argv, env=engine_env(), capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-4000:]
+        outputs[mode] = (json.loads((out / "result.json").read_text()), done.stdout + done.stderr)
+    bare, log = outputs["bare"]
+    assert bare["chunked_prefill"] and "raised" in bare, bare
+    assert "CPU Generator does not use offset" in log
+    fixed, _ = outputs["workaround"]
+    assert fixed["chunked_prefill"] is False and "raised" not in fixed, fixed
+    assert len(fixed["samples"]) == 3 and all(len(samples) == 4 for samples in fixed["samples"])
+
+
 # --- colocate generation ---
 
 
@@ -147,6 +168,25 @@ def test_colocate_generation_follows_the_trained_weights(tmp_path, trainer, lora
     # after the sync, the engine's log-probs of fixed texts are the trained model's, not the initial model's
     assert result["engine_vs_trained"] < 1e-5
     assert result["engine_vs_initial"] > 1e-2
+
+
+def test_two_processes_under_zero3_each_generate_from_the_trained_weights(tmp_path):
+    """The shipped zero3.yaml, 2 processes, each with its own colocated engine: TRL gathers the partitioned weights
+    for each sync, and after training every engine's log-probs are the trained model's, not the initial one's."""
+    run_helper(tmp_path, "save-model")
+    config = TESTS.parent / "recipes" / "accelerate_configs" / "zero3.yaml"
+    argv = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(config),
+            "--num_processes", "2", "--mixed_precision", "no",
+            "--main_process_port", str(free_port()), str(RUN), str(tmp_path), "poly_epo", "0", "policy"]  # fmt: skip
+    done = subprocess.run(argv, env=ENV, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
+    for rank in (0, 1):
+        result = json.loads((tmp_path / f"result_rank{rank}.json").read_text())
+        assert result["engine"] == "DeepSpeed ZeRO-3"
+        steps = step_logs(result)
+        assert len(steps) == 2 and all(s["grad_norm"] > 0 for s in steps)
+        assert all(s["sampling/sampling_logp_difference/mean"] < 1e-5 for s in steps), steps
+        assert result["engine_vs_trained"] < 1e-5 and result["engine_vs_initial"] > 1e-2, result
 
 
 def run_agent(out: Path, trainer: str, *server_port: str) -> dict:

