@@ -16,7 +16,7 @@ import os
 import shutil
 import sys
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, NoReturn
 
 import torch
 from transformers.trainer_callback import PrinterCallback, ProgressCallback
@@ -340,6 +340,15 @@ def cpu_slowdowns(training_args: PolyEPOConfig, cuda_available: bool) -> list[st
     return found
 
 
+def stop(message: str, code: int) -> NoReturn:
+    """Exit with ``code`` after ``message`` on stderr: one write, so the lines of several processes do not
+    interleave, by local rank 0 only (every process stops with the same message; each machine shows it once)."""
+    if int(os.environ.get("LOCAL_RANK", "0")) == 0:
+        sys.stderr.write(f"{message}\n")
+        sys.stderr.flush()
+    raise SystemExit(code)
+
+
 def main(argv: list[str] | None = None) -> Any:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("httpx2").setLevel(logging.WARNING)  # a line per judge request, with its URL
@@ -347,8 +356,7 @@ def main(argv: list[str] | None = None) -> Any:
         script_args, training_args, model_args = parse(argv)
         parts = build(script_args, training_args, model_args)
     except RecipeError as error:
-        print(f"error: {error}", file=sys.stderr)
-        raise SystemExit(2) from None
+        stop(f"error: {error}", 2)
     dataset = parts["train_dataset"]
     logger.info("%d training prompts; first: %r", len(dataset), dataset[0]["prompt"])
     for message in cpu_slowdowns(training_args, torch.cuda.is_available()):
@@ -362,17 +370,11 @@ def main(argv: list[str] | None = None) -> Any:
     try:
         trainer = run(script_args, training_args, model_args, parts)
     except RecipeError as error:
-        print(f"error: {error}", file=sys.stderr)
-        raise SystemExit(2) from None
-    except JudgeFailing as error:
-        print(f"error: {error}", file=sys.stderr)
-        raise SystemExit(1) from None
-    except CheckpointFailed as error:
-        print(f"error: {error}", file=sys.stderr)
-        raise SystemExit(1) from None
-    except Preempted as stop:
-        print(stop, file=sys.stderr)
-        raise SystemExit(stop.exit_code) from None
+        stop(f"error: {error}", 2)
+    except (JudgeFailing, CheckpointFailed) as error:
+        stop(f"error: {error}", 1)
+    except Preempted as preempted:
+        stop(str(preempted), preempted.exit_code)
     return trainer
 
 
