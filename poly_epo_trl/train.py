@@ -340,10 +340,11 @@ def cpu_slowdowns(training_args: PolyEPOConfig, cuda_available: bool) -> list[st
     return found
 
 
-def stop(message: str, code: int) -> NoReturn:
-    """Exit with ``code`` after ``message`` on stderr: one write, so the lines of several processes do not
-    interleave, by local rank 0 only (every process stops with the same message; each machine shows it once)."""
-    if int(os.environ.get("LOCAL_RANK", "0")) == 0:
+def stop(message: str, code: int, once: bool = False) -> NoReturn:
+    """Exit with ``code`` after ``message`` on stderr, in one write so the lines of several processes do not
+    interleave. ``once``: by local rank 0 only, for a message every process stops with (a recipe error), so each
+    machine shows it once."""
+    if not once or int(os.environ.get("LOCAL_RANK", "0")) == 0:
         sys.stderr.write(f"{message}\n")
         sys.stderr.flush()
     raise SystemExit(code)
@@ -356,7 +357,7 @@ def main(argv: list[str] | None = None) -> Any:
         script_args, training_args, model_args = parse(argv)
         parts = build(script_args, training_args, model_args)
     except RecipeError as error:
-        stop(f"error: {error}", 2)
+        stop(f"error: {error}", 2, once=True)
     dataset = parts["train_dataset"]
     logger.info("%d training prompts; first: %r", len(dataset), dataset[0]["prompt"])
     for message in cpu_slowdowns(training_args, torch.cuda.is_available()):
@@ -370,7 +371,7 @@ def main(argv: list[str] | None = None) -> Any:
     try:
         trainer = run(script_args, training_args, model_args, parts)
     except RecipeError as error:
-        stop(f"error: {error}", 2)
+        stop(f"error: {error}", 2, once=True)
     except (JudgeFailing, CheckpointFailed) as error:
         stop(f"error: {error}", 1)
     except Preempted as preempted:
