@@ -18,6 +18,7 @@ FSDP_SHARDS = "pytorch_model_fsdp_0"
 MERGED = "merged"
 MODEL_FILES = ("config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json")
 MODEL_FILES += ("chat_template.jinja", "special_tokens_map.json", "adapter_config.json")
+WEIGHTS = ("model.safetensors", "model.safetensors.index.json", "adapter_model.safetensors")
 MODEL_UNSET = (
     "model_name_or_path is not set: name the model to train (a Hub id or a local directory), or builtin:demo for "
     "the CPU demo's tiny model."
@@ -75,7 +76,7 @@ def merge_fsdp_checkpoint(folder: Path) -> Path:
     ``<folder>/merged``, with the config (for LoRA, the adapter's: the merge is then the adapter) and tokenizer the
     trainer wrote beside them."""
     merged = folder / MERGED
-    if (merged / "model.safetensors").is_file():
+    if has_weights(merged):
         return merged
     command = f"accelerate merge-weights {folder / FSDP_SHARDS} {merged}"
     adapter = (folder / "adapter_config.json").is_file()
@@ -92,11 +93,25 @@ def merge_fsdp_checkpoint(folder: Path) -> Path:
     merge_fsdp_weights(str(folder / FSDP_SHARDS), str(partial), safe_serialization=True)
     if adapter:  # a LoRA checkpoint's shards are the adapter, under PEFT's saved names
         os.replace(partial / "model.safetensors", partial / "adapter_model.safetensors")
-    for name in MODEL_FILES:
-        if (folder / name).is_file():
-            shutil.copy(folder / name, partial / name)
+    copy_model_files(folder, partial, weights=False)
     try:
         os.replace(partial, merged)
     except OSError:  # another process finished first
         shutil.rmtree(partial, ignore_errors=True)
     return merged
+
+
+def has_weights(folder: Path) -> bool:
+    """Whether ``folder`` holds a model's (or an adapter's) weights."""
+    return any((folder / name).is_file() for name in WEIGHTS)
+
+
+def copy_model_files(source: Path, target: Path, weights: bool = True) -> None:
+    """Copy what ``from_pretrained`` reads (config, tokenizer, and with ``weights`` the weight files, sharded ones
+    too) from ``source`` into ``target``."""
+    names = [*MODEL_FILES, *WEIGHTS] if weights else list(MODEL_FILES)
+    if weights:
+        names += [path.name for path in source.glob("model-*-of-*.safetensors")]
+    for name in names:
+        if (source / name).is_file():
+            shutil.copy(source / name, target / name)

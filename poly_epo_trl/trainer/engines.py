@@ -10,7 +10,6 @@ and ``precision_mismatch`` say what disagrees and how to fix it.
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,9 +17,8 @@ from typing import Any
 
 from accelerate.utils import DistributedType
 
-from ..models import FSDP_SHARDS, merge_fsdp_checkpoint
+from ..models import FSDP_SHARDS, copy_model_files, has_weights, merge_fsdp_checkpoint
 
-WEIGHTS = ("model.safetensors", "model.safetensors.index.json", "adapter_model.safetensors")
 ASKED = {"ACCELERATE_USE_DEEPSPEED": "deepspeed", "ACCELERATE_USE_FSDP": "fsdp"}
 SHARDING = {
     "ddp": "nothing (each process holds the whole model and optimizer)",
@@ -165,16 +163,10 @@ def final_model_from_checkpoint(checkpoint: str, output_dir: str) -> bool:
     """Give ``output_dir`` the model of its run's last checkpoint when it has none (a run killed while writing its
     final model): the checkpoint's model files (FSDP shards merged first) copied over. True when it copied."""
     out = Path(output_dir)
-    if (out / "config.json").is_file() and any((out / name).is_file() for name in WEIGHTS):
+    if has_weights(out):
         return False
     source = Path(checkpoint)
     if (source / FSDP_SHARDS).is_dir():
         source = merge_fsdp_checkpoint(source)
-    for path in source.iterdir():
-        if path.is_file() and (
-            path.suffix in (".safetensors", ".jinja")
-            or path.name.endswith("config.json")
-            or path.name.startswith(("tokenizer", "special_tokens", "model.safetensors"))
-        ):
-            shutil.copy(path, out / path.name)
+    copy_model_files(source, out)
     return True
