@@ -340,6 +340,11 @@ def cpu_slowdowns(training_args: PolyEPOConfig, cuda_available: bool) -> list[st
     return found
 
 
+def is_main_process() -> bool:
+    """Whether this is the first process of the run (or the only one): it writes what the run writes once."""
+    return int(os.environ.get("RANK", "0")) == 0
+
+
 def stop(message: str, code: int, once: bool = False) -> NoReturn:
     """Exit with ``code`` after ``message`` on stderr, in one write so the lines of several processes do not
     interleave. ``once``: by local rank 0 only, for a message every process stops with (a recipe error), so each
@@ -394,10 +399,10 @@ def run(
     done = finished_step(checkpoint, training_args.max_steps) if isinstance(checkpoint, str) else None
     if done is not None:
         print(f"{checkpoint} is step {done}, the run's last: nothing left to train.", flush=True)
-        if int(os.environ.get("RANK", "0")) == 0 and final_model_from_checkpoint(checkpoint, training_args.output_dir):
+        if is_main_process() and final_model_from_checkpoint(checkpoint, training_args.output_dir):
             print(f"{training_args.output_dir} had no final model: copied the one of {checkpoint}.", flush=True)
         return None
-    if int(os.environ.get("RANK", "0")) == 0:
+    if is_main_process():
         save_training_problems(
             training_args.output_dir,
             parts["training_problems"],
@@ -443,7 +448,7 @@ def resume_checkpoint(training_args: PolyEPOConfig) -> str | bool | None:
     complete, incomplete = complete_checkpoints(training_args.output_dir, int(os.environ.get("WORLD_SIZE", "1")))
     for path, reason in incomplete:
         print(f"skipping {path}: incomplete ({reason}), a save that did not finish", flush=True)
-        if int(os.environ.get("RANK", "0")) == 0:
+        if is_main_process():
             shutil.rmtree(path, ignore_errors=True)
     if not complete:
         return None

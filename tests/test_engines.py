@@ -15,7 +15,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -24,6 +23,7 @@ from pathlib import Path
 import psutil
 import pytest
 import torch
+from ports import free_port
 
 from poly_epo_trl.models import resolve_model
 from poly_epo_trl.trainer.resume import complete_checkpoints
@@ -78,12 +78,6 @@ EXACT = {("zero2", "poly_epo"), ("zero2", "lora"), ("zero2", "grpo_div"), ("fsdp
 # The weights' bound is a sixth of one Adam step at the recipe's lr (6e-4): a gradient lost, doubled or left
 # unreduced moves every trained entry by about a step.
 ROUND_OFF_METRICS_RTOL, ROUND_OFF_WEIGHTS_ATOL = 1e-4, 1e-4
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def launch_argv(engine: str, *extra: str, config: Path | None = None, machines: tuple[int, int] | None = None):

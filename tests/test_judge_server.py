@@ -2,13 +2,13 @@
 4xx, a path prefix, killed mid-run and restarted on the same port, and a soak with injected transport failures."""
 
 import logging
-import socket
 import threading
 import time
 from pathlib import Path
 
 import pytest
 from judge_server import ServerProcess
+from ports import free_port
 from tiny import save_tiny_model, toy_dataset
 from transformers import TrainerCallback
 
@@ -40,12 +40,6 @@ def groups(count: int, tag: str = "", size: int = 4) -> list[tuple[str, list[str
 def expected(group: tuple[str, list[str]]) -> list[int]:
     first = {}
     return [first.setdefault(text.rsplit("{", 1)[1], len(first)) for text in group[1]]
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def judge_for(server: ServerProcess, **kwargs) -> OpenAICompatibleJudge:

@@ -14,7 +14,6 @@ import json
 import math
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -23,6 +22,7 @@ from pathlib import Path
 
 import pytest
 import requests
+from ports import free_port
 
 TESTS = Path(__file__).resolve().parent
 RUN = TESTS / "vllm_colocate_run.py"
@@ -37,12 +37,6 @@ pytestmark = [
         reason="needs vLLM: `make install-vllm` (a second environment, .venv-vllm), then `make test-vllm`",
     ),
 ]
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def engine_env() -> dict:
