@@ -5,7 +5,7 @@ STAMP := $(VENV)/.installed
 TASK ?= prime_pair
 RUN := OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false WANDB_MODE=disabled
 
-.PHONY: install sandbox-tools llama-server lint format test test-engines bench-engines vllm-extra-check demo agent-demo wheel-demo bench install-vllm test-vllm vllm-demo bench-vllm
+.PHONY: install sandbox-tools llama-server lint format test test-clone test-engines bench-engines vllm-extra-check demo agent-demo wheel-demo bench install-vllm test-vllm vllm-demo bench-vllm
 
 # vLLM's CPU build in a second environment: vLLM 0.30 needs numpy < 2.4 (through mistral-common), the main set pins
 # 2.4.6. .ci/constraints-vllm.txt is that environment's exact, tested set.
@@ -62,6 +62,11 @@ format: install
 
 test: install
 	$(RUN) $(PY) -m pytest -q -rs -m "not engines"
+
+# The tests that read ../shared (CI has it beside the clone, a user's clone does not), run as on a user's clone: each
+# passes on the repository's own data or skips with the reason
+test-clone: install
+	$(RUN) POLY_EPO_SHARED=$$(mktemp -d) $(PY) -m pytest -q -rs -m shared_data
 
 # The shipped accelerate configs for real, 2 processes on CPU: DeepSpeed ZeRO-2/3, FSDP2 and two machines against DDP
 test-engines: install

@@ -70,3 +70,15 @@ def test_imports_go_down(path):
     here = room(path)
     for other in imported_rooms(path) - {here}:
         assert FLOORS[other] < FLOORS[here], f"{path.relative_to(PACKAGE)} ({here}) imports {other}, not below it"
+
+
+def test_only_shared_data_reads_the_folder_beside_the_clone():
+    """A user's clone has no ../shared: every test that reads it goes through tests/shared_data.py, whose marker
+    ``make test-clone`` runs without it."""
+    tests = Path(__file__).resolve().parent
+    readers = [
+        path.name
+        for path in sorted(tests.glob("*.py"))
+        if path.name != "shared_data.py" and '"shared"' in path.read_text()
+    ]
+    assert readers == []

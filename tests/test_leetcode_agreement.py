@@ -3,19 +3,17 @@
 The whole train file runs in ``benchmarks/leetcode_agreement.py``; this is the same comparison on every 19th row.
 """
 
-from pathlib import Path
-
 import pytest
+from shared_data import LEETCODE, needs_leetcode
 
 from poly_epo_trl.rewards import CodeReward
 from poly_epo_trl.rewards.leetcode import compare, load_rows
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "LeetCodeDataset-v0.2.0-train.jsonl.gz"
+pytestmark = [pytest.mark.shared_data, needs_leetcode]
 
 
-@pytest.mark.skipif(not DATA.exists(), reason=f"needs the LeetCodeDataset sample at {DATA}")
 def test_reward_agrees_with_the_datasets_evaluator():
-    rows = load_rows(DATA, stride=19)
+    rows = load_rows(LEETCODE, stride=19)
     assert len(rows) >= 99
     report = compare(rows, CodeReward(max_workers=1), workers=2)
     for source in ("completion", "response", "response_own_extraction"):

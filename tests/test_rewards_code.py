@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from leetcode_problems import PROBLEMS, SETUP
+from shared_data import LEETCODE
 
 from poly_epo_trl.rewards import CodeReward, SandboxLimits, SandboxUnavailable, extract_code, plan_tests
 from poly_epo_trl.rewards.code import _frame, code_blocks
@@ -432,8 +433,6 @@ def test_weaker_rlimits_mode_still_scores():
 
 # --- thread safety -------------------------------------------------------------------------------------------------
 
-LEETCODE = Path(__file__).resolve().parents[2] / "shared" / "data" / "LeetCodeDataset-v0.2.0-train.jsonl.gz"
-
 
 class _Finalizer:
     """A reference cycle whose finalizer lets another thread run: a garbage collection inside ``ast.parse`` then
@@ -503,6 +502,7 @@ def test_parsing_tests_from_many_threads_never_fails_and_the_lock_is_still_neede
     assert errors == []
 
 
+@pytest.mark.shared_data
 def test_scoring_real_programs_from_several_threads_at_once_repeatedly():
     """The code reward's own thread pool, over and over, with garbage collected mid-parse: every correct program
     scores 1 and nothing raises (it raised SystemError 4 times in 4 before the parse took turns)."""
@@ -518,7 +518,8 @@ def test_scoring_real_programs_from_several_threads_at_once_repeatedly():
         )
     else:
         completions = [f"```python\n{p['correct']}\n```" for p in PROBLEMS]
-        tests, entry_points, setups = [p["test"] for p in PROBLEMS], [p["entry_point"] for p in PROBLEMS], None
+        tests, entry_points = [p["test"] for p in PROBLEMS], [p["entry_point"] for p in PROBLEMS]
+        setups = [SETUP] * len(PROBLEMS)
     garbage = threading.Event()
 
     def make_garbage() -> None:

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
+from shared_data import LEETCODE, needs_leetcode
 
 from poly_epo_trl.demo.run import DemoSettings
 from poly_epo_trl.judges.prompts import response_blocks
@@ -251,21 +252,19 @@ def test_cpu_runs_warn_about_slow_defaults(caplog):
     assert "add `--bf16 false`" in caplog.text
 
 
-LEETCODE_DATA = ROOT.parent / "shared" / "data" / "LeetCodeDataset-v0.2.0-train.jsonl.gz"
-
-
-@pytest.mark.skipif(not LEETCODE_DATA.exists(), reason="needs the LeetCodeDataset sample in ../shared/data")
+@pytest.mark.shared_data
+@needs_leetcode
 def test_leetcode_recipe_rewards_real_rows_as_trl_calls_them(tmp_path, judge_url):
     """The recipe's data path on the real train file: setup code, tests and entry point reach the code reward."""
     import gzip
 
     argv = ["--config", "recipes/Qwen3-4B-Base/poly_epo/config_leetcode.yaml", "--dry_run", "true"]
-    argv += ["--dataset_name", str(LEETCODE_DATA), "--max_train_samples", "4", "--bf16", "false", "--use_cpu", "true"]
+    argv += ["--dataset_name", str(LEETCODE), "--max_train_samples", "4", "--bf16", "false", "--use_cpu", "true"]
     argv += ["--use_vllm", "false"]
     argv += ["--judge", "distinct", "--output_dir", str(tmp_path), "--model_name_or_path", "builtin:smollm2"]
     parts = main(argv)
     rows = list(parts["train_dataset"])
-    with gzip.open(LEETCODE_DATA, "rt") as handle:
+    with gzip.open(LEETCODE, "rt") as handle:
         originals = [json.loads(next(handle)) for _ in range(4)]
     assert all(row["setup_code"].startswith("\nfrom typing import *") or "typing" in row["setup_code"] for row in rows)
     reward = parts["reward_funcs"][0]
