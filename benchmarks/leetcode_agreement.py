@@ -13,12 +13,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from pathlib import Path
 
 from poly_epo_trl.rewards import CodeReward
 from poly_epo_trl.rewards.leetcode import compare, load_rows
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "LeetCodeDataset-v0.2.0-train.jsonl.gz"
+DATA = (
+    Path(os.environ.get("POLY_EPO_SHARED") or Path(__file__).resolve().parents[2] / "shared")
+    / "data"
+    / "LeetCodeDataset-v0.2.0-train.jsonl.gz"
+)
 
 
 def main() -> None:
