@@ -23,9 +23,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..text import message_text
+from ._harness import decode
 from .base import REWARDS
 from .sandbox import DEFAULT_PACKAGES, Sandbox, SandboxLimits, SandboxResult
-from .unit_tests import BadTests, CallPlan, StdioPlan, decode, plan_tests
+from .unit_tests import BadTests, CallPlan, StdioPlan, plan_tests
 
 logger = logging.getLogger(__name__)
 OUTCOMES = (

@@ -22,8 +22,6 @@ import math
 import operator
 import threading
 from dataclasses import dataclass, field
-from decimal import Decimal
-from fractions import Fraction
 from typing import Any
 
 OPERATORS = {
@@ -403,31 +401,3 @@ def tree_level_order(values: Any) -> list:
     while order and order[-1] is None:
         order.pop()
     return order
-
-
-def decode(value: Any) -> Any:
-    """Plain data written by the sandbox's harness, back to Python values. ValueError on anything else."""
-    if value is None or type(value) in (bool, int, float, str):
-        return value
-    if type(value) is list:
-        return [decode(item) for item in value]
-    if type(value) is not dict or set(value) != {"t", "v"}:
-        raise ValueError("not plain data")
-    tag, body = value["t"], value["v"]
-    if tag in ("tuple", "set", "frozenset"):
-        return {"tuple": tuple, "set": set, "frozenset": frozenset}[tag](decode(item) for item in body)
-    if tag == "dict":
-        return {decode(k): decode(v) for k, v in body}
-    if tag == "int":
-        return int(body, 16)
-    if tag == "float":
-        return float(body)
-    if tag == "bytes":
-        return bytes.fromhex(body)
-    if tag == "complex":
-        return complex(*body)
-    if tag == "fraction":
-        return Fraction(int(body[0], 16), int(body[1], 16))
-    if tag == "decimal":
-        return Decimal(body)
-    raise ValueError(f"unknown tag {tag!r}")
