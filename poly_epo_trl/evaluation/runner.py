@@ -72,12 +72,8 @@ def play_missing(
     todo = [i for i in range(len(rows)) if i not in scores]
     if scores:
         logger.info("%s: resuming with %d of %d problems scored", label, len(scores), len(rows))
-    if not todo:
-        return
-    sampler = make_sampler()
-    start = time.perf_counter()
-    for at in range(0, len(todo), chunk_size):
-        chunk = todo[at : at + chunk_size]
+
+    def play(sampler: EpisodeSampler, chunk: list[int]) -> None:
         chosen = [rows[i] for i in chunk]
         played = sampler.play(chosen, chunk)
         completions = [episodes for episodes, _ in played]
@@ -90,7 +86,8 @@ def play_missing(
             ],
         )
         store.append("scores", [{"index": i, **r} for i, r in zip(chunk, records, strict=True)])
-        log_progress(label, len(scores) + at + len(chunk), len(rows), start, at + len(chunk), len(todo))
+
+    in_chunks(todo, chunk_size, make_sampler, play, label, len(rows), len(scores))
 
 
 def checkpoint_metrics(
@@ -131,19 +128,38 @@ def sample_missing(
     chunk is written to ``store`` and added to ``samples`` before ``after_chunk(chunk)`` runs, with a progress line.
     The sampler (the model) is only built when something is left to sample."""
     to_sample = [i for i in range(len(rows)) if i not in samples]
-    if not to_sample:
-        return
-    sampler = make_sampler()
-    start = time.perf_counter()
-    for at in range(0, len(to_sample), chunk_size):
-        chunk = to_sample[at : at + chunk_size]
+
+    def draw(sampler: Sampler, chunk: list[int]) -> None:
         texts = sampler.sample([rows[i]["prompt"] for i in chunk], chunk)
         records = [{"index": i, "completions": t} for i, t in zip(chunk, texts, strict=True)]
         store.append("samples", records)
         samples.update((r["index"], r) for r in records)
         if after_chunk is not None:
             after_chunk(chunk)
-        log_progress(label, len(samples), len(rows), start, at + len(chunk), len(to_sample))
+
+    in_chunks(to_sample, chunk_size, make_sampler, draw, label, len(rows), len(samples))
+
+
+def in_chunks(
+    todo: list[int],
+    chunk_size: int,
+    make_sampler: Callable[[], Any],
+    work: Callable[[Any, list[int]], None],
+    label: str,
+    total: int,
+    done_before: int,
+) -> None:
+    """``work(sampler, chunk)`` for each chunk of ``todo`` in turn, then a progress line (``done_before`` of
+    ``total`` problems were done already); the sampler (the model) is only built when something is left to do."""
+    if not todo:
+        return
+    sampler = make_sampler()
+    start = time.perf_counter()
+    for at in range(0, len(todo), chunk_size):
+        chunk = todo[at : at + chunk_size]
+        work(sampler, chunk)
+        finished = at + len(chunk)
+        log_progress(label, done_before + finished, total, start, finished, len(todo))
 
 
 def policy_metrics(
