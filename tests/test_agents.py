@@ -27,6 +27,7 @@ from agents import (
     tool_call,
 )
 from datasets import Dataset
+from tiny import small_config
 from transformers import AutoTokenizer
 
 from poly_epo_trl import GRPODivTrainer, PolyEPOConfig, PolyEPOTrainer, marginal_set_advantages
@@ -45,22 +46,7 @@ def model_dir(tmp_path_factory):
 
 
 def config(tmp_path, **overrides) -> PolyEPOConfig:
-    settings = dict(
-        output_dir=str(tmp_path / "out"),
-        per_device_train_batch_size=8,
-        num_generations=8,
-        set_size=4,
-        max_completion_length=512,
-        max_steps=2,
-        learning_rate=1e-2,
-        logging_steps=1,
-        report_to="none",
-        save_strategy="no",
-        use_cpu=True,
-        seed=0,
-        dataloader_num_workers=0,
-    )
-    return PolyEPOConfig(**{**settings, **overrides})
+    return small_config(tmp_path / "out", max_completion_length=512, learning_rate=1e-2, **overrides)
 
 
 def counter_rows(n: int = 4, **columns) -> Dataset:

@@ -2,7 +2,7 @@ import math
 
 import pytest
 import torch
-from tiny import row_keys, save_tiny_model, toy_dataset
+from tiny import row_keys, save_tiny_model, small_settings, toy_dataset
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from poly_epo_trl import GRPODivTrainer, PolyEPOConfig, PolyEPOTrainer, marginal_set_advantages
@@ -19,24 +19,9 @@ def config(tmp_path, **overrides):
 
 
 def settings(tmp_path, **overrides) -> dict:
-    base = dict(
-        output_dir=str(tmp_path / "out"),
-        per_device_train_batch_size=8,
-        gradient_accumulation_steps=2,
-        num_generations=8,
-        set_size=4,
-        max_completion_length=6,
-        max_steps=2,
-        learning_rate=1e-3,
-        logging_steps=1,
-        report_to="none",
-        save_strategy="no",
-        use_cpu=True,
-        seed=0,
-        dataloader_num_workers=0,
+    return small_settings(
+        tmp_path / "out", gradient_accumulation_steps=2, max_completion_length=6, learning_rate=1e-3, **overrides
     )
-    base.update(overrides)
-    return base
 
 
 class RecordingTrainer(PolyEPOTrainer):

@@ -9,6 +9,7 @@ from datasets import Dataset
 
 from poly_epo_trl.tasks.sum_pair import ALPHABET, make_prompt
 from poly_epo_trl.tasks.sum_pair.tiny import build_char_tokenizer, build_tiny_model
+from poly_epo_trl.trainer import PolyEPOConfig
 
 
 def save_tiny_model(directory: Path, seed: int = 0) -> Path:
@@ -18,6 +19,30 @@ def save_tiny_model(directory: Path, seed: int = 0) -> Path:
     model.save_pretrained(directory)
     tokenizer.save_pretrained(directory)
     return directory
+
+
+SMALL = dict(
+    per_device_train_batch_size=8,
+    num_generations=8,
+    set_size=4,
+    max_steps=2,
+    logging_steps=1,
+    report_to="none",
+    save_strategy="no",
+    use_cpu=True,
+    seed=0,
+    dataloader_num_workers=0,
+)
+
+
+def small_settings(output_dir: Path | str, **overrides) -> dict:
+    """A short CPU run's PolyEPOConfig settings: one step is one batch of 8 rollouts (groups of 8, sets of 4), two
+    steps, every step logged, nothing saved; ``overrides`` win."""
+    return {"output_dir": str(output_dir), **SMALL, **overrides}
+
+
+def small_config(output_dir: Path | str, **overrides) -> PolyEPOConfig:
+    return PolyEPOConfig(**small_settings(output_dir, **overrides))
 
 
 def toy_dataset(totals=range(20, 36)) -> Dataset:

@@ -12,6 +12,8 @@ import os
 import sys
 from pathlib import Path
 
+from tiny import small_config
+
 from poly_epo_trl import GRPODivTrainer, PolyEPOConfig, PolyEPOTrainer
 from poly_epo_trl.models import resolve_model
 from poly_epo_trl.tasks.goldbach_agent import GoldbachEnvironment, plan_judge, rows
@@ -23,17 +25,8 @@ def agent_config(out: Path, server_port: int | None = None, **overrides) -> Poly
     """Two steps of 2 sums x 8 rollouts from the agent warm start, on a colocated float32 engine or the server on
     ``server_port``; ``overrides`` for the rest."""
     settings = dict(
-        output_dir=str(out / "run"),
         per_device_train_batch_size=16,
-        num_generations=8,
-        set_size=4,
-        max_steps=2,
         learning_rate=1e-3,
-        logging_steps=1,
-        report_to="none",
-        save_strategy="no",
-        use_cpu=True,
-        seed=0,
         bf16=False,
         activation_checkpointing=False,
         use_vllm=True,
@@ -48,7 +41,7 @@ def agent_config(out: Path, server_port: int | None = None, **overrides) -> Poly
         vllm_dtype="policy",  # the engine samples in float32: sampling and training log-probs agree
         vllm_enforce_eager=True,
     )
-    return PolyEPOConfig(**{**settings, **overrides})
+    return small_config(out / "run", **{**settings, **overrides})
 
 
 def main(out: Path, trainer_name: str, server_port: int | None = None) -> None:
