@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from judge_server import ServerProcess
 from ports import free_port
-from tiny import save_tiny_model, toy_dataset
+from tiny import save_tiny_model, small_config, toy_dataset
 from transformers import TrainerCallback
 
 from poly_epo_trl import PolyEPOConfig, PolyEPOTrainer
@@ -179,7 +179,7 @@ def test_an_outage_longer_than_the_retry_budget_is_waited_out_when_the_trainer_a
     assert all(r.fallback is None and r.labels is not None for r in results)
     assert 4.0 <= elapsed < 15, elapsed
     stats = judge.pop_stats()
-    assert stats["outages"] == 1 and stats["outage_waits"] >= 1 and judge.outage_since is None
+    assert stats["outages"] == 1 and stats["outage_waits"] >= 1 and judge.outage.since is None
 
 
 def test_a_long_outage_falls_back_counted_and_warned(caplog):
@@ -284,21 +284,9 @@ def model_dir(tmp_path_factory):
 
 
 def training_config(tmp_path, **overrides) -> PolyEPOConfig:
-    base = dict(
-        output_dir=str(tmp_path / "out"),
-        per_device_train_batch_size=8,
-        num_generations=4,
-        set_size=2,
-        max_completion_length=4,
-        max_steps=3,
-        logging_steps=1,
-        report_to="none",
-        save_strategy="no",
-        use_cpu=True,
-        bf16=False,
-        dataloader_num_workers=0,
+    return small_config(
+        tmp_path / "out", num_generations=4, set_size=2, max_completion_length=4, max_steps=3, bf16=False, **overrides
     )
-    return PolyEPOConfig(**{**base, **overrides})
 
 
 def test_training_logs_judge_metrics_from_a_real_server(model_dir, tmp_path):
@@ -386,7 +374,7 @@ def test_a_judge_outage_is_waited_out_and_nothing_falls_back(model_dir, tmp_path
         trainer = outage_trainer(model_dir, tmp_path, server, max_steps=3, judge_max_outage_seconds=120)
         outage = StopServerAfter(server, step=1, down=4.0)
         trainer.add_callback(outage)
-        with caplog.at_level(logging.WARNING, logger="poly_epo_trl.judges.base"):
+        with caplog.at_level(logging.WARNING, logger="poly_epo_trl.judges"):
             trainer.train()
         assert outage.restarted.is_set()
     logged = [entry for entry in trainer.state.log_history if "judge/fallback_frac" in entry]

@@ -1,19 +1,14 @@
 """Clustering judges: label each completion of a group with a strategy id (100 = degenerate).
 
-``base`` is the interface and the batch loop, ``specs`` names judges for recipes (the ``JUDGES`` registry), the
-other modules are the judges and the LM judges' prompts, resilience, cache and errors."""
+``base`` is the interface (a group through the judge, its chain and its fallback), ``loop`` the event-loop thread
+where judges do their I/O, ``specs`` names judges for recipes (the ``JUDGES`` registry), ``settings`` the judge
+settings a recipe gives (training, evaluation and judge-agreement alike), ``metrics`` a step's judge metrics,
+``http`` URL and secret helpers; the other modules are the judges and the LM judges' prompts, resilience (retries,
+breaker, concurrency, outages), cache and errors."""
 
 from ..text import last_boxed
 from .answer import AnswerJudge, final_answer
-from .base import (
-    FALLBACKS,
-    CallableJudge,
-    ClusteringJudge,
-    DistinctJudge,
-    JudgeResult,
-    normalize_labels,
-    step_metrics,
-)
+from .base import FALLBACKS, PROBE, ClusteringJudge, JudgeResult, normalize_labels
 from .cache import JudgeCache
 from .claude import AnthropicJudge
 from .errors import (
@@ -31,17 +26,23 @@ from .errors import (
     ServerError,
     ServiceError,
 )
+from .http import redact_url, split_base_url
 from .llm import STRUCTURED_OUTPUTS, LMJudge, Reply
 from .local_lm import TransformersJudge
-from .openai_server import OpenAICompatibleJudge, redact_url, split_base_url
+from .loop import JudgeLoop
+from .metrics import step_metrics
+from .openai_server import OpenAICompatibleJudge
 from .prompts import JudgeTemplate, answer_schema, extract_json, parse_cluster_ids
-from .resilience import AdaptiveConcurrency, CircuitBreaker, RetryPolicy
+from .resilience import AdaptiveConcurrency, CircuitBreaker, OutageWait, RetryPolicy
+from .settings import JudgeSettings
+from .simple import CallableJudge, DistinctJudge
 from .specs import JUDGE_SPECS, JUDGES, JudgeOptions, resolve_judge
 
 __all__ = [
     "FALLBACKS",
     "JUDGES",
     "JUDGE_SPECS",
+    "PROBE",
     "STRUCTURED_OUTPUTS",
     "AdaptiveConcurrency",
     "AnswerJudge",
@@ -58,13 +59,16 @@ __all__ = [
     "JudgeCache",
     "JudgeError",
     "JudgeFailing",
+    "JudgeLoop",
     "JudgeOptions",
     "JudgeOutage",
     "JudgeResult",
+    "JudgeSettings",
     "JudgeTemplate",
     "JudgeTimeout",
     "LMJudge",
     "OpenAICompatibleJudge",
+    "OutageWait",
     "RateLimited",
     "Reply",
     "RequestRejected",

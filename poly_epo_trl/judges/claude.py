@@ -9,7 +9,8 @@ import os
 from typing import Any
 
 from .errors import ConnectFailed, FatalJudgeError, JudgeTimeout, RateLimited, RequestRejected, ServerError
-from .llm import LMJudge, Reply, redact, retry_after
+from .http import redact, retry_after
+from .llm import LMJudge, Reply
 from .prompts import answer_schema
 
 

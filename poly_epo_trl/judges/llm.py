@@ -8,11 +8,13 @@ OpenAI-compatible server (``openai_server``), Claude (``claude``), a local trans
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import random
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .base import ClusteringJudge
@@ -33,22 +35,6 @@ class Reply:
     text: str
     prompt_tokens: int = 0
     completion_tokens: int = 0
-
-
-def redact(text: str, secrets: list[str | None]) -> str:
-    """``text`` with every secret replaced, for messages that may reach logs."""
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, "***")
-    return text
-
-
-def retry_after(headers: Any) -> float | None:
-    value = headers.get("retry-after") if headers is not None else None
-    try:
-        return float(value) if value is not None else None
-    except ValueError:
-        return None
 
 
 class LMJudge(ClusteringJudge):
@@ -105,6 +91,15 @@ class LMJudge(ClusteringJudge):
 
     def where(self) -> str:
         return f"the {self.name} judge (model {self.model!r})"
+
+    @contextlib.contextmanager
+    def retries_within(self, budget: float) -> Iterator[None]:
+        saved = self.retry
+        self.retry = replace(saved, budget=min(saved.budget, budget))
+        try:
+            yield
+        finally:
+            self.retry = saved
 
     def group_concurrency(self) -> int:
         return 1 << 30  # the adaptive limiter bounds the requests in flight

@@ -15,10 +15,12 @@ from ..models import MODELS
 from ..registry import Registry, import_callable
 from ..text import TOOL_RESULT_CHARS
 from .answer import AnswerJudge
-from .base import CallableJudge, ClusteringJudge, DistinctJudge
+from .base import ClusteringJudge
 from .claude import AnthropicJudge
+from .http import redact_url, split_base_url
 from .local_lm import TransformersJudge
-from .openai_server import OpenAICompatibleJudge, redact_url, split_base_url
+from .openai_server import OpenAICompatibleJudge
+from .simple import CallableJudge, DistinctJudge
 
 
 @dataclass

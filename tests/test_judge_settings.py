@@ -1,0 +1,98 @@
+"""One judge configuration: every judge setting a training recipe gives, ``poly-epo eval`` and
+``poly-epo judge-agreement`` take with the same name, the same check and the same resulting judge."""
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+import yaml
+
+from poly_epo_trl import agreement, train
+from poly_epo_trl import eval as evaluate
+from poly_epo_trl.assembly import EvalArguments
+from poly_epo_trl.checks import RecipeError
+from poly_epo_trl.judges import JudgeSettings, OpenAICompatibleJudge
+from poly_epo_trl.trainer import PolyEPOConfig
+
+ROOT = Path(__file__).resolve().parents[1]
+TRAIN = ROOT / "recipes" / "tiny" / "poly_epo" / "config_cpu.yaml"
+EVAL = ROOT / "recipes" / "tiny" / "eval" / "config_demo.yaml"
+# a value other than the default for every judge setting
+CHANGED = {
+    "judge": "openai",
+    "judge_base_url": "http://127.0.0.1:9/v1",
+    "judge_model": "judge-model",
+    "judge_api_key_env": "MY_JUDGE_KEY",
+    "judge_max_concurrency": 7,
+    "judge_initial_concurrency": 3,
+    "judge_fallback": "skip",
+    "judge_max_fallback_frac": 0.25,
+    "judge_fallback_patience": 5,
+    "judge_max_outage_seconds": 30.0,
+    "judge_template": "code",
+    "judge_cache_dir": "CACHE",
+    "judge_max_tokens": 99,
+    "judge_max_response_chars": 500,
+    "judge_tool_result_chars": 50,
+    "judge_max_responses_per_request": 4,
+    "judge_temperature": 0.3,
+    "judge_structured_output": "guided_json",
+    "judge_extra_body": {"chat_template_kwargs": {"enable_thinking": False}},
+    "judge_stream": False,
+    "judge_timeout": 9.0,
+    "judge_connect_timeout": 2.0,
+    "judge_retry_budget": 11.0,
+}
+
+
+def recipe(base: Path, tmp_path: Path, **changes) -> list[str]:
+    settings = {**yaml.safe_load(base.read_text()), **changes, "output_dir": str(tmp_path / base.stem)}
+    path = tmp_path / f"{base.stem}.yaml"
+    path.write_text(yaml.safe_dump(settings))
+    return ["--config", str(path)]
+
+
+def test_the_judge_settings_are_one_set_of_fields():
+    names = {f.name for f in dataclasses.fields(JudgeSettings)}
+    assert set(CHANGED) == names  # a new setting is tried below too
+    for owner in (PolyEPOConfig, EvalArguments, agreement.AgreementArguments):
+        assert names <= {f.name for f in dataclasses.fields(owner)}, owner
+
+
+def test_every_judge_setting_of_a_training_recipe_works_in_eval_and_agreement(tmp_path):
+    changed = {**CHANGED, "judge_cache_dir": str(tmp_path / "cache")}
+    _, training, _ = train.parse(recipe(TRAIN, tmp_path, **changed))
+    for parse in (evaluate.parse, agreement.parse):
+        args = parse(recipe(EVAL, tmp_path, **changed))
+        for name, value in changed.items():
+            assert getattr(args, name) == getattr(training, name) == value, name
+        options = {k: v for k, v in training.judge_options().items() if k != "degenerate_cluster_id"}
+        assert args.judge_options() == options
+        judges = [args.make_judge(), training.make_judge()]
+        for judge in judges:
+            assert isinstance(judge, OpenAICompatibleJudge)
+        seen = [
+            (j.base_url, j.model, j.api_key_env, j.max_concurrency, j.fallback, j.max_outage_seconds, j.retry)
+            for j in judges
+        ]
+        assert seen[0] == seen[1]
+        assert seen[0][:6] == ("http://127.0.0.1:9/v1", "judge-model", "MY_JUDGE_KEY", 7, "skip", 30.0)
+
+
+@pytest.mark.parametrize(
+    "name, value",
+    [
+        ("judge_temperature", 5),
+        ("judge_fallback", "sometimes"),
+        ("judge_max_responses_per_request", 1),
+        ("judge_base_url", "http://user:secret@host/v1"),
+        ("judge_template", "no/such/template.txt"),
+    ],
+)
+def test_a_bad_judge_setting_stops_training_and_eval_with_the_same_message(tmp_path, name, value):
+    messages = []
+    for parse, base in ((lambda argv: train.parse(argv), TRAIN), (evaluate.parse, EVAL)):
+        with pytest.raises(RecipeError) as error:
+            parse(recipe(base, tmp_path, **{name: value}))
+        messages.append(str(error.value))
+    assert name in messages[0] and messages[0] == messages[1]
