@@ -1,7 +1,9 @@
 """The trainers: PolyEPOTrainer (set RL) and the paper's GRPO+DIV baseline, with their config."""
 
 from .config import PolyEPOConfig, load_objective
-from .poly_epo_trainer import FiniteRewardsGRPOTrainer, GRPODivTrainer, PolyEPOTrainer, SetBatch
+from .finite_rewards import FiniteRewardsGRPOTrainer
+from .judged_groups import SetBatch
+from .poly_epo_trainer import GRPODivTrainer, PolyEPOTrainer
 
 __all__ = [
     "FiniteRewardsGRPOTrainer",

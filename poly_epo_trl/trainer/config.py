@@ -3,22 +3,15 @@
 from __future__ import annotations
 
 import importlib.util
-import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import MISSING, dataclass, field
 from typing import Any
 
 from trl import GRPOConfig
 
 from ..advantages import BUILTIN_OBJECTIVES, DEGENERATE_CLUSTER_ID, ESTIMATORS, OBJECTIVES, REDUCTIONS, SCALINGS
 from ..checks import check_field_types
-from ..judges.base import FALLBACKS
-from ..judges.llm import STRUCTURED_OUTPUTS
-from ..judges.openai_server import check_url, refuse_credentials
-from ..judges.prompts import BUILTIN_TEMPLATES
-from ..judges.resilience import RetryPolicy
-from ..text import TOOL_RESULT_CHARS
+from ..judges.settings import JudgeSettings
 
 
 def load_objective(spec: str) -> str | Callable:
@@ -32,8 +25,9 @@ DEFAULT_JUDGE = "answer"  # what a trainer built without args judges with: the f
 
 
 @dataclass
-class PolyEPOConfig(GRPOConfig):
-    """Configuration for [`PolyEPOTrainer`]: every GRPOConfig field, plus the set-RL and judge settings.
+class PolyEPOConfig(JudgeSettings, GRPOConfig):
+    """Configuration for [`PolyEPOTrainer`]: every GRPOConfig field, plus the set-RL settings and the judge settings
+    (``judges.JudgeSettings``, shared with ``poly-epo eval``).
 
     Defaults follow the paper: N = 8 rollouts per prompt, sets of n = 4, Dr.GRPO loss (no std scaling, loss divided
     by the maximum completion length), no KL term, clipping 0.2 / 0.28, learning rate 1e-6, temperature 1.
@@ -50,47 +44,57 @@ class PolyEPOConfig(GRPOConfig):
     )
 
     # Overridden GRPOConfig defaults (the paper's settings)
-    learning_rate: float = field(default=1e-6, metadata={"help": "Initial learning rate for AdamW (paper: 1e-6)."})
-    num_generations: int | None = field(default=8, metadata={"help": "Rollouts per prompt, N (paper: 8)."})
+    learning_rate: float = field(default=1e-6, metadata={"help": "Initial learning rate for AdamW. Paper: 1e-6."})
+    num_generations: int | None = field(default=8, metadata={"help": "Rollouts per prompt, N. Paper: 8."})
     loss_type: str = field(
-        default="dr_grpo", metadata={"help": "Token loss aggregation; 'dr_grpo' divides by max_completion_length."}
+        default="dr_grpo",
+        metadata={"help": "Token loss aggregation; 'dr_grpo' divides by max_completion_length. Paper: dr_grpo."},
     )
     scale_rewards: str = field(
         default="none",
         metadata={
             "help": "'none' (the paper's Dr.GRPO setting): set advantages as they are. 'group' (or true) / 'batch': "
             "divided by the std of the group's / the batch's set advantages + 1e-4, as GRPO scales its advantages "
-            "(departs from the paper)."
+            "(departs from the paper). Paper: none.",
         },
     )
-    beta: float = field(default=0.0, metadata={"help": "KL coefficient (paper: 0, no reference model)."})
-    epsilon: float = field(default=0.2, metadata={"help": "Lower clipping epsilon (paper: 0.2)."})
-    epsilon_high: float | None = field(default=0.28, metadata={"help": "Upper clipping epsilon (paper: 0.28)."})
-    temperature: float = field(default=1.0, metadata={"help": "Sampling temperature (paper: 1.0)."})
+    beta: float = field(default=0.0, metadata={"help": "KL coefficient (0: no reference model). Paper: 0."})
+    epsilon: float = field(default=0.2, metadata={"help": "Lower clipping epsilon. Paper: 0.2."})
+    epsilon_high: float | None = field(default=0.28, metadata={"help": "Upper clipping epsilon. Paper: 0.28."})
+    temperature: float = field(default=1.0, metadata={"help": "Sampling temperature. Paper: 1.0."})
 
     # Set RL
-    set_size: int = field(default=4, metadata={"help": "Set size n; sets are all C(N, n) subsets of a group."})
+    set_size: int = field(
+        default=4, metadata={"help": "Set size n; sets are all C(N, n) subsets of a group. Paper: 4."}
+    )
     set_objective: str = field(
         default="polychromic",
         metadata={
             "help": "Set objective f: 'polychromic' (mean reward x distinct strategies / n), 'pass_at_n' (max "
-            "reward), 'mean' (mean reward), or 'package.module:function' for your own f(rewards, cluster_ids)."
+            "reward), 'mean' (mean reward), or 'package.module:function' for your own f(rewards, cluster_ids). "
+            "Paper: polychromic.",
         },
     )
     set_reduction: str = field(
         default="mean",
         metadata={
             "help": "'mean': average set advantage over the sets containing a rollout (the authors' code); 'sum': "
-            "the paper's text (mean x C(N-1, n-1))."
+            "the paper's text (mean x C(N-1, n-1)). Paper: mean (code), sum (text).",
         },
     )
     diversity_gate: bool = field(
         default=False,
-        metadata={"help": "Polychromic only: score sets with a single strategy 0 (the paper's 1[|U| > 1])."},
+        metadata={
+            "help": "Polychromic only: score sets with a single strategy 0 (the paper's 1[|U| > 1]). "
+            "Paper: false (code), true (text).",
+        },
     )
     degenerate_cluster_id: int = field(
         default=DEGENERATE_CLUSTER_ID,
-        metadata={"help": "Judge id for degenerate rollouts (gibberish, off-topic, guesses); they add no diversity."},
+        metadata={
+            "help": "Judge id for degenerate rollouts (gibberish, off-topic, guesses); they add no diversity. "
+            "Paper: 100.",
+        },
     )
     set_estimator: str = field(
         default="auto",
@@ -129,64 +133,7 @@ class PolyEPOConfig(GRPOConfig):
         },
     )
 
-    # Judge
-    judge: str | None = field(
-        default=None,
-        metadata={
-            "help": "Clustering judge spec, used when no judge object is passed to the trainer: 'answer[:<mode>]', "
-            "'distinct', 'embedding[:<path>]', 'anthropic[:<model>]', 'openai:<base_url>/<model>' (split after the "
-            "last /v1-like segment), 'openai' with judge_base_url and judge_model, 'transformers:<path>' or "
-            "'transformers:smollm2'; 'a,b' falls back from judge a to judge b."
-        },
-    )
-    judge_base_url: str | None = field(
-        default=None,
-        metadata={"help": "With judge: openai, the server's API root, e.g. 'http://127.0.0.1:8000/v1'."},
-    )
-    judge_model: str | None = field(
-        default=None,
-        metadata={"help": "The judge server's model id (default with judge: openai: the only model it serves)."},
-    )
-    judge_api_key_env: str = field(
-        default="OPENAI_API_KEY",
-        metadata={"help": "Environment variable holding the judge server's API key, if it needs one."},
-    )
-    judge_max_concurrency: int = field(
-        default=32,
-        metadata={"help": "Most judge requests in flight per process; the limit adapts to the server below this."},
-    )
-    judge_initial_concurrency: int = field(
-        default=8,
-        metadata={"help": "Judge requests in flight at first, before the limit adapts to the server."},
-    )
-    judge_fallback: str = field(
-        default="distinct",
-        metadata={
-            "help": "When a judge spec (and its chain) cannot judge a group: 'distinct' (every completion its own "
-            "cluster, the authors' behaviour), 'grpo' (Dr.GRPO advantage for that group), 'skip' (advantage 0) or "
-            "'raise' (stop training)."
-        },
-    )
-    judge_max_fallback_frac: float = field(
-        default=0.5,
-        metadata={
-            "help": "Stop the run when more than this fraction of a step's groups fell back, judge_fallback_patience "
-            "steps in a row (1 never stops)."
-        },
-    )
-    judge_fallback_patience: int = field(
-        default=3,
-        metadata={"help": "Consecutive steps above judge_max_fallback_frac before the run stops."},
-    )
-    judge_max_outage_seconds: float = field(
-        default=4 * 3600.0,
-        metadata={
-            "help": "When the judge service is down (no answer at all: refused, timed out, 5xx; its breaker open), "
-            "training waits before the step's update, probing with backoff and logging a line a minute, and goes on "
-            "when it answers, so no group falls back for an outage. Past this many seconds down, the run saves a "
-            "checkpoint and exits 1. 0 does not wait: the groups fall back (judge_fallback) as for any failure."
-        },
-    )
+    # Preemption
     preemption_grace_seconds: float = field(
         default=25.0,
         metadata={
@@ -195,76 +142,6 @@ class PolyEPOConfig(GRPOConfig):
             "after the first: a launcher forwards the first again) exits at once. "
             "SLURM kills 30 s after its SIGTERM by default. A step and its save that take longer are abandoned at "
             "this limit (the last complete checkpoint stays). 0 leaves the signals as they are."
-        },
-    )
-    judge_template: str = field(
-        default="math",
-        metadata={
-            "help": "Prompt of language-model judges: 'math', 'code', 'agent' (groups an agent's trajectories by "
-            "plan: which tools, in which order, to what end) or the path of your own template file."
-        },
-    )
-    judge_cache_dir: str | None = field(
-        default=None,
-        metadata={"help": "Directory of the on-disk judge cache (shared by processes, reused on resume)."},
-    )
-    judge_max_tokens: int = field(default=1024, metadata={"help": "Most tokens in a judge's answer."})
-    judge_max_response_chars: int | None = field(
-        default=None,
-        metadata={
-            "help": "LM judges: send only the last this many characters of each response (the end holds the "
-            "answer), to bound the judge's prompt for long completions. None sends them whole, as the authors do."
-        },
-    )
-    judge_tool_result_chars: int | None = field(
-        default=TOOL_RESULT_CHARS,
-        metadata={
-            "help": "Agents: how much of each tool result a judge reads in a trajectory (its last this many "
-            "characters, with a line saying how many were cut); tool results can be long, and they are the "
-            "environment's, not the agent's. None shows them whole."
-        },
-    )
-    judge_max_responses_per_request: int | None = field(
-        default=None,
-        metadata={
-            "help": "LM judges: judge a group larger than this in parts of at most this many responses, one request "
-            "after another, each told the strategies found so far so the cluster ids stay consistent across parts. "
-            "For large num_generations, where one prompt with every response would be too long. None: one request."
-        },
-    )
-    judge_temperature: float = field(
-        default=0.0,
-        metadata={"help": "Sampling temperature of the judge (OpenAI-compatible and local judges; 0 is greedy)."},
-    )
-    judge_structured_output: str = field(
-        default="json_schema",
-        metadata={
-            "help": "How to ask the judge server for the answer's JSON schema: 'json_schema' (response_format; vLLM, "
-            "SGLang, llama.cpp, OpenAI, Claude), 'guided_json' (older vLLM), 'json_object' or 'none'. A server that "
-            "rejects it is asked without it."
-        },
-    )
-    judge_extra_body: dict[str, Any] | str | None = field(
-        default=None,
-        metadata={
-            "help": "Extra fields of every judge request (OpenAI-compatible servers), merged last, as a mapping or "
-            'JSON: e.g. {"chat_template_kwargs": {"enable_thinking": false}}.'
-        },
-    )
-    judge_stream: bool = field(
-        default=True,
-        metadata={"help": "Stream judge replies, so a request given up on is aborted on the server."},
-    )
-    judge_timeout: float = field(
-        default=120.0,
-        metadata={"help": "Seconds from sending a judge request to the end of its reply (queueing included)."},
-    )
-    judge_connect_timeout: float = field(default=5.0, metadata={"help": "Seconds to connect to the judge server."})
-    judge_retry_budget: float = field(
-        default=120.0,
-        metadata={
-            "help": "Seconds a group keeps retrying a failing judge service (long enough for a server restart) "
-            "before it falls back."
         },
     )
 
@@ -340,85 +217,37 @@ class PolyEPOConfig(GRPOConfig):
             )
         if self.diversity_coef < 0:
             raise ValueError(f"diversity_coef must be non-negative, got {self.diversity_coef}.")
-        self.validate_judge()
-
-    def validate_judge(self) -> None:
-        if self.judge_fallback not in FALLBACKS:
-            raise ValueError(f"judge_fallback must be one of {FALLBACKS}, got {self.judge_fallback!r}.")
-        for name in ("judge_timeout", "judge_connect_timeout"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"{name} must be positive seconds, got {getattr(self, name)}.")
-        if not self.judge_retry_budget >= 0:
-            raise ValueError(f"judge_retry_budget must be non-negative seconds, got {self.judge_retry_budget}.")
-        if self.judge_template not in BUILTIN_TEMPLATES and not Path(self.judge_template).is_file():
+        if not self.preemption_grace_seconds >= 0:
             raise ValueError(
-                f"judge_template={self.judge_template!r} is neither one of {BUILTIN_TEMPLATES} nor an existing file."
+                f"preemption_grace_seconds must be non-negative seconds, got {self.preemption_grace_seconds}."
             )
-        chars = self.judge_max_response_chars
-        if chars is not None and chars < 1:
-            raise ValueError(f"judge_max_response_chars={chars}: use a positive count, or null for no cap.")
-        tool_chars = self.judge_tool_result_chars
-        if tool_chars is not None and tool_chars < 0:
-            raise ValueError(f"judge_tool_result_chars={tool_chars}: use a count of 0 or more, or null for no cap.")
-        per_request = self.judge_max_responses_per_request
-        if per_request is not None and per_request < 2:
-            raise ValueError(
-                f"judge_max_responses_per_request={per_request}: use at least 2 (a part of one response cannot be "
-                "compared), or null to send each group in one request."
-            )
-        for name in ("judge_max_concurrency", "judge_initial_concurrency", "judge_max_tokens"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}.")
-        if not 0 <= self.judge_temperature <= 2:
-            raise ValueError(f"judge_temperature must be within [0, 2], got {self.judge_temperature}.")
-        if self.judge_structured_output not in STRUCTURED_OUTPUTS:
-            raise ValueError(
-                f"judge_structured_output must be one of {STRUCTURED_OUTPUTS}, got {self.judge_structured_output!r}."
-            )
-        if not 0 <= self.judge_max_fallback_frac <= 1:
-            raise ValueError(f"judge_max_fallback_frac must be within [0, 1], got {self.judge_max_fallback_frac}.")
-        for name in ("judge_max_outage_seconds", "preemption_grace_seconds"):
-            if not getattr(self, name) >= 0:
-                raise ValueError(f"{name} must be non-negative seconds, got {getattr(self, name)}.")
-        if self.judge_fallback_patience < 1:
-            raise ValueError(f"judge_fallback_patience must be at least 1 step, got {self.judge_fallback_patience}.")
-        if isinstance(self.judge_extra_body, str):
-            try:
-                self.judge_extra_body = json.loads(self.judge_extra_body)
-            except ValueError as error:
-                raise ValueError(f"judge_extra_body is not JSON ({error}): give a mapping.") from None
-        if self.judge_extra_body is not None and not isinstance(self.judge_extra_body, dict):
-            raise ValueError(f"judge_extra_body must be a mapping of request fields, got {self.judge_extra_body!r}.")
-        for part in (self.judge or "").split(","):
-            kind, _, arg = part.strip().partition(":")
-            if kind == "openai" and arg:
-                refuse_credentials(arg, "The judge spec's URL")
-        if self.judge_base_url is not None:
-            check_url(self.judge_base_url, "judge_base_url")
+        self.check_judge_settings()
 
     def judge_options(self) -> dict[str, Any]:
-        """Keyword arguments of ``resolve_judge`` for the ``judge`` spec."""
-        return {
-            "max_concurrency": self.judge_max_concurrency,
-            "degenerate_cluster_id": self.degenerate_cluster_id,
-            "fallback": self.judge_fallback,
-            "tool_result_chars": self.judge_tool_result_chars,
-            "server": {
-                "base_url": self.judge_base_url,
-                "model": self.judge_model,
-                "api_key_env": self.judge_api_key_env,
-                "extra_body": self.judge_extra_body,
-                "stream": self.judge_stream,
-            },
-            "template": self.judge_template,
-            "cache_dir": self.judge_cache_dir,
-            "max_tokens": self.judge_max_tokens,
-            "max_response_chars": self.judge_max_response_chars,
-            "max_responses_per_request": self.judge_max_responses_per_request,
-            "temperature": self.judge_temperature,
-            "structured_output": self.judge_structured_output,
-            "initial_concurrency": self.judge_initial_concurrency,
-            "retry": RetryPolicy(
-                timeout=self.judge_timeout, connect_timeout=self.judge_connect_timeout, budget=self.judge_retry_budget
-            ),
-        }
+        """``JudgeSettings.judge_options`` plus this run's degenerate id."""
+        return {**super().judge_options(), "degenerate_cluster_id": self.degenerate_cluster_id}
+
+
+def options_table() -> str:
+    """The README's table of what PolyEPOConfig adds to GRPOConfig: its own fields, the judge settings
+    (``JudgeSettings``) and the GRPOConfig defaults it changes, each with its type, default, the paper's value (the
+    authors' code where it differs from the text: the help's closing ``Paper: <value>.``) and what it does, from the
+    fields' own help."""
+    own = {**JudgeSettings.__annotations__, **PolyEPOConfig.__annotations__}  # types as written, not as parsed
+    defaults = PolyEPOConfig.__dataclass_fields__
+    lines = ["| option | type | default | paper | what it does |", "| --- | --- | --- | --- | --- |"]
+    for name, spec in defaults.items():
+        if name not in own:
+            continue
+        default = spec.default_factory() if spec.default_factory is not MISSING else spec.default
+        what, _, paper = spec.metadata["help"].partition(" Paper: ")
+        paper = paper.removesuffix(".")
+        cells = [
+            f"`{name}`",
+            f"`{own[name]}`".replace("|", "\\|"),
+            f"`{default!r}`".replace("|", "\\|"),
+            paper,
+            what.replace("|", "\\|"),
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
