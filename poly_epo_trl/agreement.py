@@ -16,7 +16,6 @@ from __future__ import annotations
 import itertools
 import json
 import logging
-import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -25,15 +24,14 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
+from .assembly import EvalArguments, make_sampler, parse_and_run
 from .checks import RecipeError, parse_recipe
 from .constants import DEGENERATE_CLUSTER_ID
 from .data import format_dataset
-from .eval import EvalArguments, make_sampler
 from .evaluation.metrics import adjusted_rand_index
 from .evaluation.report import bootstrap_mean, format_interval
 from .evaluation.runner import sample_missing
 from .evaluation.store import SampleStore, read_records
-from .judges import resolve_judge
 from .models import resolve_model
 from .tasks import load_rows
 from .text import prompt_text
@@ -92,11 +90,10 @@ def load_groups(args: AgreementArguments) -> list[tuple[str, list[str]]]:
 
 def judge_all(args: AgreementArguments, groups: list[tuple[str, list[str]]]) -> dict[str, dict[str, Any]]:
     """Each judge's labels per group (None where it failed: no fallback here) and its cost."""
-    server = {"base_url": args.judge_base_url, "model": args.judge_model}
     out = {}
     for spec in args.judges:
         try:
-            judge = resolve_judge(spec, max_concurrency=args.judge_max_concurrency, server=server, fallback="skip")
+            judge = args.make_judge(spec, fallback="skip")
         except (ValueError, ImportError) as error:
             raise RecipeError(f"judges: {spec!r}: {error}") from None
         start = time.perf_counter()
@@ -188,15 +185,13 @@ def format_report(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def parse(argv: list[str] | None = None) -> AgreementArguments:
+    (args,) = parse_recipe((AgreementArguments,), argv)
+    return args
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("httpx2").setLevel(logging.WARNING)
-    try:
-        (args,) = parse_recipe((AgreementArguments,), argv)
-        report = run(args)
-    except RecipeError as error:
-        print(f"error: {error}", file=sys.stderr)
-        raise SystemExit(2) from None
+    args, report = parse_and_run(parse, run, argv)
     print(format_report(report))
     print(f"wrote {Path(args.output_dir) / 'agreement.json'} and agreement.png")
     return report

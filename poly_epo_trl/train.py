@@ -10,117 +10,38 @@ Everything is checked before the model loads: unknown keys, dataset columns, rew
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 import os
-import shutil
 import sys
-from dataclasses import dataclass, field, replace
 from typing import Any, NoReturn
 
 import torch
 from transformers.trainer_callback import PrinterCallback, ProgressCallback
 from trl import ModelConfig, get_peft_config, get_quantization_config
 
+from .assembly import (
+    ScriptArguments,
+    TrainingParts,
+    assemble_training,
+    cpu_slowdowns,
+    is_main_process,
+    model_init_kwargs,
+    pass_at_k_callback,
+    resume_checkpoint,
+    setup_logging,
+)
 from .checks import RecipeError, parse_recipe, recipe_value
-from .data import (
-    DatasetArguments,
-    check_model_path,
-    check_output_dir,
-    drop_long_prompts,
-    format_dataset,
-    problem_fingerprints,
-    refuse_training_rows,
-    save_training_problems,
-)
-from .environments import AgentArguments, agent_parts, check_environment_column, check_tool_template
-from .evaluation.callback import PassAtKCallback
-from .evaluation.episodes import Agent
-from .evaluation.sampling import SamplingSettings
-from .evaluation.scoring import VOTE_MODES, Scorer
-from .judges import ClusteringJudge, JudgeFailing, resolve_judge
+from .data import save_training_problems
+from .judges import JudgeFailing
 from .models import resolve_model
-from .rewards import SandboxUnavailable, resolve_reward
-from .tasks import load_rows, task_defaults
+from .tasks import task_defaults
 from .trainer import FiniteRewardsGRPOTrainer, GRPODivTrainer, PolyEPOConfig, PolyEPOTrainer
-from .trainer.engines import (
-    asked_engine,
-    engine_mismatch,
-    engine_of,
-    final_model_from_checkpoint,
-    precision_mismatch,
-    save_final_model,
-)
+from .trainer.engines import asked_engine, engine_mismatch, engine_of, final_model_from_checkpoint, save_final_model
 from .trainer.preemption import Preempted
-from .trainer.resume import CheckpointFailed, complete_checkpoints, finished_step
+from .trainer.resume import CheckpointFailed, finished_step
 
 logger = logging.getLogger(__name__)
 TRAINERS = {"poly_epo": PolyEPOTrainer, "grpo": FiniteRewardsGRPOTrainer, "grpo_div": GRPODivTrainer}
-PROBE_BUDGET_SECONDS = 15.0
-PROBE = ("What is 2 + 3?", ["2 + 3 = 5, so the answer is \\boxed{5}.", "Counting on from 2: 3, 4, 5. \\boxed{5}"])
-
-
-@dataclass
-class ScriptArguments(DatasetArguments, AgentArguments):
-    """What to train on, with which rewards, and with which trainer (the rest is PolyEPOConfig and ModelConfig)."""
-
-    dataset_train_split: str = field(default="train", metadata={"help": "Split to train on."})
-    max_train_samples: int | None = field(default=None, metadata={"help": "Keep only the first rows (smoke tests)."})
-    trainer: str = field(
-        default="poly_epo", metadata={"help": "'poly_epo', 'grpo' (Dr.GRPO baseline) or 'grpo_div' (GRPO+DIV)."}
-    )
-    dry_run: bool = field(
-        default=False,
-        metadata={"help": "Check the recipe (config, dataset, rewards, judge) and stop before loading the model."},
-    )
-    check_judge: bool = field(default=True, metadata={"help": "Send one probe group to the judge before training."})
-    eval_dataset_name: str | None = field(
-        default=None,
-        metadata={
-            "help": "Held-out problems (same formats and columns as dataset_name): every eval_steps, log eval/pass@k, "
-            "eval/maj@n and eval/distinct_correct_clusters (with the recipe's judge) of eval_num_samples samples "
-            "(for an agent, episodes played as training plays them)."
-        },
-    )
-    dataset_test_split: str = field(default="test", metadata={"help": "Split of eval_dataset_name (TRL's name)."})
-    eval_on_training_rows: bool = field(
-        default=False,
-        metadata={"help": "Allow held-out problems that are also training problems (refused by default)."},
-    )
-    eval_max_problems: int | None = field(default=64, metadata={"help": "Evaluate on the first problems only."})
-    eval_num_samples: int = field(default=16, metadata={"help": "Samples per held-out problem (n of pass@k)."})
-    eval_vote_answer: str = field(
-        default="auto",
-        metadata={
-            "help": f"What eval/maj@n counts: one of {VOTE_MODES}, as poly-epo eval's vote_answer ('plan': an "
-            "agent's tool calls in order, then its final text)."
-        },
-    )
-    max_prompt_tokens: int | None = field(
-        default=None,
-        metadata={
-            "help": "Drop training prompts longer than this many tokens (after the chat template), as verl's "
-            "filter_overlong_prompts does; the count dropped is logged. None keeps every prompt."
-        },
-    )
-    eval_at_start: bool = field(
-        default=False, metadata={"help": "Also evaluate the held-out problems before the first step (step 0)."}
-    )
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        self.settle_reward_funcs()
-        if self.eval_vote_answer not in VOTE_MODES:
-            raise RecipeError(f"eval_vote_answer={self.eval_vote_answer!r}: use one of {list(VOTE_MODES)}.")
-        if self.max_train_samples is not None and self.max_train_samples < 1:
-            raise RecipeError(
-                f"max_train_samples={self.max_train_samples} keeps no training rows: a positive count, or null for "
-                "every row."
-            )
-        if self.max_prompt_tokens is not None and self.max_prompt_tokens < 1:
-            raise RecipeError(
-                f"max_prompt_tokens={self.max_prompt_tokens}: a positive token count, or null for no limit."
-            )
 
 
 def parse(argv: list[str] | None = None) -> tuple[ScriptArguments, PolyEPOConfig, ModelConfig]:
@@ -136,215 +57,6 @@ def parse(argv: list[str] | None = None) -> tuple[ScriptArguments, PolyEPOConfig
     return script_args, training_args, model_args
 
 
-def check_judge(judge: ClusteringJudge, budget: float = PROBE_BUDGET_SECONDS) -> None:
-    """One probe group, without fallbacks and with a short retry budget: a judge that cannot answer stops the run
-    before the model loads."""
-    saved_fallback, saved_chain, saved_retry = judge.fallback, judge.chain, getattr(judge, "retry", None)
-    saved_outage = judge.max_outage_seconds
-    judge.fallback, judge.chain, judge.max_outage_seconds = "raise", [], 0.0
-    if saved_retry is not None:
-        judge.retry = replace(saved_retry, budget=min(saved_retry.budget, budget))
-    try:
-        judge.cluster_groups([PROBE])
-    except Exception as error:
-        raise RecipeError(
-            f"The judge did not answer a probe group within {budget:g}s: {error}. Or choose another judge, or set "
-            "check_judge: false to rely on judge_fallback."
-        ) from None
-    finally:
-        judge.fallback, judge.chain, judge.max_outage_seconds = saved_fallback, saved_chain, saved_outage
-        if saved_retry is not None:
-            judge.retry = saved_retry
-        judge.pop_stats()
-        judge.pop_latencies()
-
-
-def load_tokenizer(model_args: ModelConfig, needed_by: str = "max_prompt_tokens") -> Any:
-    """The policy's tokenizer (prompt lengths are counted in its tokens; agents need its chat template)."""
-    from transformers import AutoTokenizer
-
-    path = resolve_model(model_args.model_name_or_path)
-    try:
-        return AutoTokenizer.from_pretrained(path, revision=model_args.model_revision)
-    except OSError as error:
-        raise RecipeError(f"{needed_by} needs the model's tokenizer: {error}") from None
-
-
-def check_held_out_agent_rows(table: Any, keep: list[str], agent: dict[str, Any], name: str) -> None:
-    """RecipeError when the held-out rows lack a column the training rows give the environments (``keep``), or,
-    with several environments, do not each name one of them."""
-    missing = [column for column in keep if column not in table.column_names]
-    if missing:
-        raise RecipeError(
-            f"eval_dataset_name={name!r}: its rows lack {missing}, which the environment's reset or keep_columns "
-            f"reads; its columns are {table.column_names}."
-        )
-    factories = agent.get("environment_factory")
-    if isinstance(factories, dict):
-        try:
-            check_environment_column(list(factories), table)
-        except ValueError as error:
-            raise RecipeError(f"eval_dataset_name={name!r}: {error}") from None
-
-
-def check_quantization(model_args: ModelConfig) -> None:
-    """RecipeError for a quantized load without bitsandbytes (ModelConfig refuses 4- and 8-bit together)."""
-    wanted = "load_in_4bit" if model_args.load_in_4bit else "load_in_8bit" if model_args.load_in_8bit else None
-    if wanted and importlib.util.find_spec("bitsandbytes") is None:
-        raise RecipeError(f"{wanted}=true needs bitsandbytes: pip install bitsandbytes (on a CUDA machine).")
-
-
-def build(script_args: ScriptArguments, training_args: PolyEPOConfig, model_args: ModelConfig) -> dict[str, Any]:
-    """Everything the trainer needs except the model weights, checked."""
-    check_model_path(model_args.model_name_or_path)
-    check_output_dir(training_args.output_dir)
-    check_quantization(model_args)
-    mismatch = precision_mismatch(training_args)
-    if mismatch:
-        raise RecipeError(mismatch)
-    try:
-        rewards = [resolve_reward(name, script_args) for name in script_args.reward_funcs]
-    except (ValueError, SandboxUnavailable) as error:
-        raise RecipeError(str(error)) from None
-    if training_args.reward_weights is not None and len(training_args.reward_weights) != len(rewards):
-        raise RecipeError(
-            f"reward_weights has {len(training_args.reward_weights)} entries for {len(rewards)} rewards."
-        )
-    table = load_rows(script_args, script_args.dataset_train_split)
-    agent, keep = agent_parts(script_args, script_args.chat_format, table, rewards)
-    tokenizer = None
-    if agent:
-        tokenizer = load_tokenizer(model_args, "environment_factory and tools")
-        check_tool_template(tokenizer)
-    trained = problem_fingerprints(table, script_args.prompt_column, script_args.max_train_samples)
-    dataset = format_dataset(table, script_args, script_args.max_train_samples, keep=keep)
-    if script_args.max_prompt_tokens is not None and len(dataset):
-        tokenizer = tokenizer or load_tokenizer(model_args)
-        dataset, dropped = drop_long_prompts(dataset, tokenizer, script_args.max_prompt_tokens)
-        logger.info("max_prompt_tokens=%d: dropped %d overlong prompts", script_args.max_prompt_tokens, dropped)
-        if len(dataset) == 0:
-            raise RecipeError(f"Every prompt is longer than max_prompt_tokens={script_args.max_prompt_tokens}.")
-    if len(dataset) == 0:
-        raise RecipeError(
-            f"dataset_name={script_args.dataset_name!r} has no rows in split {script_args.dataset_train_split!r} "
-            "(dataset_train_split)."
-        )
-    judge = None
-    if script_args.trainer != "grpo" and training_args.judge is None:
-        raise RecipeError(f"trainer={script_args.trainer!r} needs a judge: set judge (e.g. 'answer', 'embedding').")
-    if training_args.judge is not None and (script_args.trainer != "grpo" or script_args.eval_dataset_name):
-        try:
-            judge = resolve_judge(training_args.judge, **training_args.judge_options())
-        except (ValueError, ImportError) as error:
-            raise RecipeError(f"judge={training_args.judge!r}: {error}") from None
-        judge.max_outage_seconds = training_args.judge_max_outage_seconds
-        if script_args.check_judge:
-            check_judge(judge)
-    eval_rows = None
-    if script_args.eval_dataset_name:
-        eval_steps = training_args.eval_steps
-        if eval_steps is None or eval_steps < 1 or eval_steps != int(eval_steps):
-            raise RecipeError(
-                f"eval_dataset_name is set: set eval_steps to a whole number of steps (got {eval_steps})."
-            )
-        held_out = replace(script_args, dataset_name=script_args.eval_dataset_name)
-        eval_table = load_rows(held_out, script_args.dataset_test_split)
-        if agent:
-            check_held_out_agent_rows(eval_table, keep, agent, script_args.eval_dataset_name)
-        eval_rows = list(format_dataset(eval_table, held_out, script_args.eval_max_problems, keep=keep))
-        if not eval_rows:
-            raise RecipeError(f"eval_dataset_name={script_args.eval_dataset_name!r} has no problems.")
-        if not script_args.eval_on_training_rows:
-            refuse_training_rows(
-                problem_fingerprints(eval_table, held_out.prompt_column, script_args.eval_max_problems),
-                trained,
-                f"eval_dataset_name={script_args.eval_dataset_name!r} (split {script_args.dataset_test_split!r})",
-            )
-    return {
-        **agent,
-        "reward_funcs": rewards,
-        "train_dataset": dataset,
-        "judge": judge,
-        "eval_rows": eval_rows,
-        "training_problems": trained,
-    }
-
-
-def held_out_scoring(
-    parts: dict[str, Any],
-    training_args: PolyEPOConfig,
-    num_samples: int,
-    seed: int | None = None,
-    vote_answer: str = "auto",
-) -> tuple[Scorer, SamplingSettings]:
-    """How held-out problems are evaluated: the recipe's rewards, reward weights and judge, majority vote by
-    ``vote_answer``, and ``num_samples`` samples per problem at its completion length and temperature, seeded with
-    ``seed`` (default: the recipe's)."""
-    settings = SamplingSettings(
-        num_samples=num_samples,
-        max_new_tokens=training_args.max_completion_length,
-        temperature=training_args.temperature,
-        seed=training_args.seed if seed is None else seed,
-    )
-    return Scorer(parts["reward_funcs"], training_args.reward_weights, parts["judge"], vote_answer), settings
-
-
-def pass_at_k_callback(
-    trainer: Any, parts: dict[str, Any], script_args: ScriptArguments, training_args: PolyEPOConfig
-):
-    """The in-training evaluation on ``parts["eval_rows"]`` with the recipe's rewards, judge and sampling."""
-    scorer, settings = held_out_scoring(
-        parts, training_args, script_args.eval_num_samples, vote_answer=script_args.eval_vote_answer
-    )
-    agent = None
-    if "environment_factory" in parts or "tools" in parts:
-        agent = Agent(
-            parts.get("environment_factory"), parts.get("tools", []), training_args.max_tool_calling_iterations
-        )
-    return PassAtKCallback(
-        trainer,
-        parts["eval_rows"],
-        scorer,
-        settings,
-        int(training_args.eval_steps),
-        on_start=script_args.eval_at_start,
-        agent=agent,
-    )
-
-
-def model_init_kwargs(model_args: ModelConfig, training_args: PolyEPOConfig) -> dict[str, Any]:
-    """``from_pretrained`` arguments from the recipe's model settings, as TRL's own scripts build them (revision,
-    trust_remote_code, attn_implementation, dtype); the recipe's ``model_init_kwargs`` has the last word.
-    Quantization goes to the trainer as ``quantization_config`` (TRL places a quantized model itself)."""
-    kwargs: dict[str, Any] = {
-        "revision": model_args.model_revision,
-        "trust_remote_code": training_args.trust_remote_code,
-        "attn_implementation": model_args.attn_implementation,
-        "dtype": model_args.dtype,
-    }
-    return {**kwargs, **(training_args.model_init_kwargs or {})}
-
-
-def cpu_slowdowns(training_args: PolyEPOConfig, cuda_available: bool) -> list[str]:
-    """Settings that cost several times the step time when training on CPU, each with the override that fixes it."""
-    if cuda_available and not training_args.use_cpu:
-        return []
-    found = []
-    if training_args.bf16:
-        found.append("bf16=true (TRL's default) autocasts to bfloat16, 3-6x slower on CPU: add `--bf16 false`.")
-    if training_args.activation_checkpointing:
-        found.append(
-            "activation_checkpointing=true (TRL's default) recomputes activations, not needed for small models on "
-            "CPU: add `--activation_checkpointing false`."
-        )
-    return found
-
-
-def is_main_process() -> bool:
-    """Whether this is the first process of the run (or the only one): it writes what the run writes once."""
-    return int(os.environ.get("RANK", "0")) == 0
-
-
 def stop(message: str, code: int, once: bool = False) -> NoReturn:
     """Exit with ``code`` after ``message`` on stderr, in one write so the lines of several processes do not
     interleave. ``once``: by local rank 0 only, for a message every process stops with (a recipe error), so each
@@ -356,14 +68,13 @@ def stop(message: str, code: int, once: bool = False) -> NoReturn:
 
 
 def main(argv: list[str] | None = None) -> Any:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("httpx2").setLevel(logging.WARNING)  # a line per judge request, with its URL
+    setup_logging()
     try:
         script_args, training_args, model_args = parse(argv)
-        parts = build(script_args, training_args, model_args)
+        parts = assemble_training(script_args, training_args, model_args)
     except RecipeError as error:
         stop(f"error: {error}", 2, once=True)
-    dataset = parts["train_dataset"]
+    dataset = parts.train_dataset
     logger.info("%d training prompts; first: %r", len(dataset), dataset[0]["prompt"])
     for message in cpu_slowdowns(training_args, torch.cuda.is_available()):
         logger.warning("Training on CPU with %s", message)
@@ -388,10 +99,10 @@ def run(
     script_args: ScriptArguments,
     training_args: PolyEPOConfig,
     model_args: ModelConfig,
-    parts: dict[str, Any],
+    parts: TrainingParts,
     print_logs: bool = True,
 ) -> Any:
-    """Train from ``build``'s parts: record the training problems, make the trainer the recipe names (plus the
+    """Train from the assembled recipe: record the training problems, make the trainer the recipe names (plus the
     held-out evaluation), resume from the last checkpoint, train, save. Returns the trainer, or None when
     ``output_dir`` already holds the finished run (its final model is made sure of). ``print_logs=False`` drops the
     log dicts and the progress bar (the held-out evaluation still logs a line each time)."""
@@ -405,23 +116,23 @@ def run(
     if is_main_process():
         save_training_problems(
             training_args.output_dir,
-            parts["training_problems"],
+            parts.training_problems,
             script_args.dataset_name,
             script_args.dataset_train_split,
         )
     model = resolve_model(model_args.model_name_or_path)
     training_args.model_init_kwargs = model_init_kwargs(model_args, training_args)
     cls = TRAINERS[script_args.trainer]
-    kwargs = {"judge": parts["judge"]} if cls is not FiniteRewardsGRPOTrainer else {}
-    kwargs.update({key: parts[key] for key in ("environment_factory", "tools") if key in parts})
+    kwargs = {"judge": parts.judge} if cls is not FiniteRewardsGRPOTrainer else {}
     trainer = cls(
         model=model,
-        reward_funcs=parts["reward_funcs"],
+        reward_funcs=parts.reward_funcs,
         args=training_args,
-        train_dataset=parts["train_dataset"],
+        train_dataset=parts.train_dataset,
         peft_config=get_peft_config(model_args),
         quantization_config=get_quantization_config(model_args),
         **kwargs,
+        **parts.agent,
     )
     engine = engine_of(trainer.accelerator)
     mismatch = engine_mismatch(asked_engine(), engine)
@@ -429,7 +140,7 @@ def run(
         raise RecipeError(mismatch)
     if trainer.accelerator.is_main_process:
         print(engine.describe(), flush=True)
-    if parts["eval_rows"]:
+    if parts.eval_rows:
         trainer.add_callback(pass_at_k_callback(trainer, parts, script_args, training_args))
     if not print_logs:
         trainer.remove_callback(PrinterCallback)
@@ -437,23 +148,6 @@ def run(
     trainer.train(resume_from_checkpoint=checkpoint)
     save_final_model(trainer, training_args.output_dir)
     return trainer
-
-
-def resume_checkpoint(training_args: PolyEPOConfig) -> str | bool | None:
-    """``resume_from_checkpoint`` when set, else the last complete ``checkpoint-N`` in ``output_dir`` (as open-r1's
-    scripts do), so a run started again after a crash continues where it stopped. Checkpoints left incomplete by a
-    crash while saving are named and, on the main process, removed: they can never be resumed from."""
-    if training_args.resume_from_checkpoint is not None:
-        return training_args.resume_from_checkpoint
-    complete, incomplete = complete_checkpoints(training_args.output_dir, int(os.environ.get("WORLD_SIZE", "1")))
-    for path, reason in incomplete:
-        print(f"skipping {path}: incomplete ({reason}), a save that did not finish", flush=True)
-        if is_main_process():
-            shutil.rmtree(path, ignore_errors=True)
-    if not complete:
-        return None
-    print(f"resuming from {complete[-1]} (the last complete checkpoint in output_dir)", flush=True)
-    return complete[-1]
 
 
 if __name__ == "__main__":

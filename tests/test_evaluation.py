@@ -17,7 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from matplotlib.image import imread
 
-from poly_epo_trl.eval import EvalArguments, parse
+from poly_epo_trl.assembly import EvalArguments
+from poly_epo_trl.eval import parse
 from poly_epo_trl.evaluation.metrics import majority_at_k, majority_correct
 from poly_epo_trl.evaluation.report import bootstrap_mean, problem_metrics, summarize, vote_share_calibration
 from poly_epo_trl.evaluation.sampling import SamplingSettings, choose_backend, vllm_sampling_kwargs

@@ -15,9 +15,10 @@ import torch
 import yaml
 from shared_data import LEETCODE, needs_leetcode
 
+from poly_epo_trl.assembly import cpu_slowdowns
 from poly_epo_trl.demo.run import DemoSettings
 from poly_epo_trl.judges.prompts import response_blocks
-from poly_epo_trl.train import cpu_slowdowns, main, parse
+from poly_epo_trl.train import main, parse
 
 ROOT = Path(__file__).resolve().parents[1]
 RECIPES = sorted(p for p in (ROOT / "recipes").glob("*/*/config_*.yaml") if p.parent.name != "eval")
@@ -92,11 +93,11 @@ def test_every_recipe_validates(recipe_path, tmp_path, judge_url, monkeypatch):
         argv += ["--judge_base_url", judge_url]
     parts = main(argv)
     script_args, _, _ = parse(argv)  # the recipe's values, with what a built-in task fills in
-    row = parts["train_dataset"][0]
+    row = parts.train_dataset[0]
     assert row["prompt"]
     if script_args.chat_format:
         assert row["prompt"][-1]["role"] == "user" and row["prompt"][-1]["content"].endswith(script_args.instruction)
-    assert len(parts["reward_funcs"]) == len(script_args.reward_funcs) == len(recipe.get("reward_funcs", []))
+    assert len(parts.reward_funcs) == len(script_args.reward_funcs) == len(recipe.get("reward_funcs", []))
 
 
 def test_paper_recipes_differ_only_where_they_should():
@@ -148,7 +149,7 @@ def test_overlong_prompts_are_dropped_in_the_policy_tokens(tmp_path, caplog, cap
     assert "Every prompt is longer than max_prompt_tokens=4" in capsys.readouterr().err
     with caplog.at_level(logging.INFO):
         parts = main([*recipe, "--output_dir", str(tmp_path), "--max_prompt_tokens", "5"])
-    assert len(parts["train_dataset"]) == 75 and "dropped 0 overlong prompts" in caplog.text
+    assert len(parts.train_dataset) == 75 and "dropped 0 overlong prompts" in caplog.text
 
 
 def test_cpu_recipe_matches_the_demo():
@@ -263,11 +264,11 @@ def test_leetcode_recipe_rewards_real_rows_as_trl_calls_them(tmp_path, judge_url
     argv += ["--use_vllm", "false"]
     argv += ["--judge", "distinct", "--output_dir", str(tmp_path), "--model_name_or_path", "builtin:smollm2"]
     parts = main(argv)
-    rows = list(parts["train_dataset"])
+    rows = list(parts.train_dataset)
     with gzip.open(LEETCODE, "rt") as handle:
         originals = [json.loads(next(handle)) for _ in range(4)]
     assert all(row["setup_code"].startswith("\nfrom typing import *") or "typing" in row["setup_code"] for row in rows)
-    reward = parts["reward_funcs"][0]
+    reward = parts.reward_funcs[0]
     columns = {key: [row[key] for row in rows] for key in ("tests", "entry_point", "setup_code")}
     completions = [[{"role": "assistant", "content": f"```python\n{o['completion']}\n```"}] for o in originals]
     metrics: dict[str, float] = {}
@@ -319,12 +320,12 @@ def test_local_files_have_splits(layout, tmp_path, monkeypatch):
     argv = ["--config", str(ROOT / "recipes/tiny/poly_epo/config_cpu.yaml"), "--dry_run", "true"]
     argv += ["--dataset_name", name, "--eval_dataset_name", name, "--eval_steps", "5", "--output_dir", "out"]
     parts = main(argv)
-    trained = [row["prompt"] for row in parts["train_dataset"]]
-    held_out = [row["prompt"] for row in parts["eval_rows"]]
+    trained = [row["prompt"] for row in parts.train_dataset]
+    held_out = [row["prompt"] for row in parts.eval_rows]
     assert trained == [f"What is {i} + {i}?" for i in range(8)]
     assert held_out == [f"What is {i} + {i}?" for i in range(8, 12)]
     parts = main([*argv, "--dataset_train_split", "test", "--eval_on_training_rows", "true"])
-    assert len(parts["train_dataset"]) == 4
+    assert len(parts.train_dataset) == 4
 
 
 def test_evaluating_on_training_rows_is_refused_unless_asked(tmp_path, capsys, monkeypatch):

@@ -25,6 +25,7 @@ import transformers
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from .. import train
+from ..assembly import TrainingParts, assemble_training, held_out_scoring
 from ..constants import BUILTIN_PREFIX
 from ..evaluation.plots import training_figure
 from ..evaluation.report import across_seeds, format_table, seeds_interval, summarize
@@ -70,17 +71,17 @@ def recipe(method: str, seed: int, s: DemoSettings, out: Path) -> list[str]:
     return [*FIXED.split(), *flags.split(), *(["--model_name_or_path", s.checkpoint] if s.checkpoint else [])]
 
 
-def final_summary(model: Any, tokenizer: Any, parts: dict[str, Any], samples: int, config: Any, seed: int) -> dict:
+def final_summary(model: Any, tokenizer: Any, parts: TrainingParts, samples: int, config: Any, seed: int) -> dict:
     """``evaluation``'s summary of ``samples`` per held-out problem (the sampling seed is the training seed)."""
-    rows = parts["eval_rows"]
-    scorer, settings = train.held_out_scoring(parts, config, samples, seed)
+    rows = parts.eval_rows
+    scorer, settings = held_out_scoring(parts, config, samples, seed)
     return summarize(policy_metrics(model, tokenizer, rows, range(len(rows)), scorer, settings), num_resamples=200)
 
 
 def train_method(method: str, seed: int, s: DemoSettings, out: Path) -> dict[str, Any]:
     """One recipe through ``train``: its eval/* log history as curves, then the final held-out evaluation."""
     parsed = train.parse(recipe(method, seed, s, out))
-    parts = train.build(*parsed)
+    parts = assemble_training(*parsed)
     start = time.perf_counter()
     trainer = train.run(*parsed, parts, print_logs=False)
     seconds = time.perf_counter() - start
@@ -92,7 +93,7 @@ def train_method(method: str, seed: int, s: DemoSettings, out: Path) -> dict[str
 def warm_start(s: DemoSettings, out: Path) -> dict[str, Any]:
     """The warm start's final-style evaluation for each seed's sampling seed."""
     parsed = train.parse(recipe("grpo", 0, s, out))
-    parts = train.build(*parsed)
+    parts = assemble_training(*parsed)
     path = resolve_model(parsed[2].model_name_or_path)
     model, tokenizer = AutoModelForCausalLM.from_pretrained(path), AutoTokenizer.from_pretrained(path)
     return {str(seed): final_summary(model, tokenizer, parts, s.eval_samples, parsed[1], seed) for seed in s.seeds}

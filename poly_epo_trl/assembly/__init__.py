@@ -1,0 +1,39 @@
+"""Recipes assembled: each entry point parses its recipe, hands it here, and runs what comes back. Everything a
+recipe names is resolved and checked here, before a model loads: ``training`` for ``poly-epo train``,
+``evaluation`` for ``poly-epo eval`` and ``poly-epo judge-agreement``, ``shared`` for what both need."""
+
+from .evaluation import EvalArguments, EvaluationParts, assemble_evaluation, make_episode_sampler, make_sampler
+from .shared import is_main_process, load_tokenizer, parse_and_run, resolve_rewards, setup_logging
+from .training import (
+    ScriptArguments,
+    TrainingParts,
+    assemble_training,
+    check_judge,
+    cpu_slowdowns,
+    held_out_scoring,
+    model_init_kwargs,
+    pass_at_k_callback,
+    resume_checkpoint,
+)
+
+__all__ = [
+    "EvalArguments",
+    "EvaluationParts",
+    "ScriptArguments",
+    "TrainingParts",
+    "assemble_evaluation",
+    "assemble_training",
+    "check_judge",
+    "cpu_slowdowns",
+    "held_out_scoring",
+    "is_main_process",
+    "load_tokenizer",
+    "make_episode_sampler",
+    "make_sampler",
+    "model_init_kwargs",
+    "parse_and_run",
+    "pass_at_k_callback",
+    "resolve_rewards",
+    "resume_checkpoint",
+    "setup_logging",
+]

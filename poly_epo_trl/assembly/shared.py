@@ -1,0 +1,61 @@
+"""What the entry points share: logging, the recipe's rewards, the policy's tokenizer, which process writes."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from ..checks import RecipeError
+from ..models import resolve_model
+from ..rewards import SandboxUnavailable, resolve_reward
+
+A = TypeVar("A")
+R = TypeVar("R")
+
+
+def setup_logging() -> None:
+    """INFO lines with time and source; no line per judge request (httpx2 logs each with its URL)."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("httpx2").setLevel(logging.WARNING)
+
+
+def parse_and_run(parse: Callable[[Any], A], run: Callable[[A], R], argv: list[str] | None) -> tuple[A, R]:
+    """An entry point's body: logging set up, ``run(parse(argv))``; a recipe error stops with its message and exit
+    code 2, no traceback."""
+    setup_logging()
+    try:
+        args = parse(argv)
+        return args, run(args)
+    except RecipeError as error:
+        print(f"error: {error}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
+def resolve_rewards(args: Any, weights: list[float] | None) -> list[Any]:
+    """The reward functions ``args.reward_funcs`` names (``args`` holds their settings), checked against
+    ``weights`` (one per reward, or None)."""
+    try:
+        rewards = [resolve_reward(name, args) for name in args.reward_funcs]
+    except (ValueError, SandboxUnavailable) as error:
+        raise RecipeError(str(error)) from None
+    if weights is not None and len(weights) != len(rewards):
+        raise RecipeError(f"reward_weights has {len(weights)} entries for {len(rewards)} rewards.")
+    return rewards
+
+
+def load_tokenizer(model_name_or_path: str, revision: str | None = None, needed_by: str = "max_prompt_tokens") -> Any:
+    """The policy's tokenizer (prompt lengths are counted in its tokens; agents need its chat template)."""
+    from transformers import AutoTokenizer
+
+    try:
+        return AutoTokenizer.from_pretrained(resolve_model(model_name_or_path), revision=revision)
+    except OSError as error:
+        raise RecipeError(f"{needed_by} needs the model's tokenizer: {error}") from None
+
+
+def is_main_process() -> bool:
+    """Whether this is the first process of the run (or the only one): it writes what the run writes once."""
+    return int(os.environ.get("RANK", "0")) == 0

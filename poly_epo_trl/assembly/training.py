@@ -1,0 +1,307 @@
+"""A training recipe assembled: the script's settings (``ScriptArguments``, beside ``PolyEPOConfig`` and TRL's
+``ModelConfig``), everything checked before the model loads, and what the trainer is built from
+(``TrainingParts``): rewards, rows, judge, held-out rows, an agent's environments and tools."""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import os
+import shutil
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from trl import ModelConfig
+
+from ..checks import RecipeError
+from ..data import (
+    DatasetArguments,
+    check_model_path,
+    check_output_dir,
+    drop_long_prompts,
+    format_dataset,
+    problem_fingerprints,
+    refuse_training_rows,
+)
+from ..environments import AgentArguments, agent_parts, check_environment_column, check_tool_template
+from ..evaluation.callback import PassAtKCallback
+from ..evaluation.episodes import Agent
+from ..evaluation.sampling import SamplingSettings
+from ..evaluation.scoring import VOTE_MODES, Scorer
+from ..judges import ClusteringJudge
+from ..tasks import load_rows
+from ..trainer import PolyEPOConfig
+from ..trainer.engines import precision_mismatch
+from ..trainer.resume import complete_checkpoints
+from .shared import is_main_process, load_tokenizer, resolve_rewards
+
+logger = logging.getLogger(__name__)
+PROBE_BUDGET_SECONDS = 15.0
+
+
+@dataclass
+class ScriptArguments(DatasetArguments, AgentArguments):
+    """What to train on, with which rewards, and with which trainer (the rest is PolyEPOConfig and ModelConfig)."""
+
+    dataset_train_split: str = field(default="train", metadata={"help": "Split to train on."})
+    max_train_samples: int | None = field(default=None, metadata={"help": "Keep only the first rows (smoke tests)."})
+    trainer: str = field(
+        default="poly_epo", metadata={"help": "'poly_epo', 'grpo' (Dr.GRPO baseline) or 'grpo_div' (GRPO+DIV)."}
+    )
+    dry_run: bool = field(
+        default=False,
+        metadata={"help": "Check the recipe (config, dataset, rewards, judge) and stop before loading the model."},
+    )
+    check_judge: bool = field(default=True, metadata={"help": "Send one probe group to the judge before training."})
+    eval_dataset_name: str | None = field(
+        default=None,
+        metadata={
+            "help": "Held-out problems (same formats and columns as dataset_name): every eval_steps, log eval/pass@k, "
+            "eval/maj@n and eval/distinct_correct_clusters (with the recipe's judge) of eval_num_samples samples "
+            "(for an agent, episodes played as training plays them)."
+        },
+    )
+    dataset_test_split: str = field(default="test", metadata={"help": "Split of eval_dataset_name (TRL's name)."})
+    eval_on_training_rows: bool = field(
+        default=False,
+        metadata={"help": "Allow held-out problems that are also training problems (refused by default)."},
+    )
+    eval_max_problems: int | None = field(default=64, metadata={"help": "Evaluate on the first problems only."})
+    eval_num_samples: int = field(default=16, metadata={"help": "Samples per held-out problem (n of pass@k)."})
+    eval_vote_answer: str = field(
+        default="auto",
+        metadata={
+            "help": f"What eval/maj@n counts: one of {VOTE_MODES}, as poly-epo eval's vote_answer ('plan': an "
+            "agent's tool calls in order, then its final text)."
+        },
+    )
+    max_prompt_tokens: int | None = field(
+        default=None,
+        metadata={
+            "help": "Drop training prompts longer than this many tokens (after the chat template), as verl's "
+            "filter_overlong_prompts does; the count dropped is logged. None keeps every prompt."
+        },
+    )
+    eval_at_start: bool = field(
+        default=False, metadata={"help": "Also evaluate the held-out problems before the first step (step 0)."}
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.settle_reward_funcs()
+        if self.eval_vote_answer not in VOTE_MODES:
+            raise RecipeError(f"eval_vote_answer={self.eval_vote_answer!r}: use one of {list(VOTE_MODES)}.")
+        if self.max_train_samples is not None and self.max_train_samples < 1:
+            raise RecipeError(
+                f"max_train_samples={self.max_train_samples} keeps no training rows: a positive count, or null for "
+                "every row."
+            )
+        if self.max_prompt_tokens is not None and self.max_prompt_tokens < 1:
+            raise RecipeError(
+                f"max_prompt_tokens={self.max_prompt_tokens}: a positive token count, or null for no limit."
+            )
+
+
+@dataclass
+class TrainingParts:
+    """What a trainer is built from, besides the model and the configs: the reward functions, the formatted training
+    rows, the judge (None for Dr.GRPO without held-out rows), the held-out rows (None without
+    ``eval_dataset_name``), the fingerprints of the training problems, and an agent's ``environment_factory`` and
+    ``tools`` as the trainer takes them (empty for a plain policy)."""
+
+    reward_funcs: list[Any]
+    train_dataset: Any
+    judge: ClusteringJudge | None
+    eval_rows: list[dict[str, Any]] | None
+    training_problems: set[str]
+    agent: dict[str, Any]
+
+
+def check_judge(judge: ClusteringJudge, budget: float = PROBE_BUDGET_SECONDS) -> None:
+    """One probe group (``ClusteringJudge.probe``): a judge that cannot answer stops the run before the model
+    loads."""
+    try:
+        judge.probe(budget)
+    except Exception as error:
+        raise RecipeError(
+            f"The judge did not answer a probe group within {budget:g}s: {error}. Or choose another judge, or set "
+            "check_judge: false to rely on judge_fallback."
+        ) from None
+
+
+def check_held_out_agent_rows(table: Any, keep: list[str], agent: dict[str, Any], name: str) -> None:
+    """RecipeError when the held-out rows lack a column the training rows give the environments (``keep``), or,
+    with several environments, do not each name one of them."""
+    missing = [column for column in keep if column not in table.column_names]
+    if missing:
+        raise RecipeError(
+            f"eval_dataset_name={name!r}: its rows lack {missing}, which the environment's reset or keep_columns "
+            f"reads; its columns are {table.column_names}."
+        )
+    factories = agent.get("environment_factory")
+    if isinstance(factories, dict):
+        try:
+            check_environment_column(list(factories), table)
+        except ValueError as error:
+            raise RecipeError(f"eval_dataset_name={name!r}: {error}") from None
+
+
+def check_quantization(model_args: ModelConfig) -> None:
+    """RecipeError for a quantized load without bitsandbytes (ModelConfig refuses 4- and 8-bit together)."""
+    wanted = "load_in_4bit" if model_args.load_in_4bit else "load_in_8bit" if model_args.load_in_8bit else None
+    if wanted and importlib.util.find_spec("bitsandbytes") is None:
+        raise RecipeError(f"{wanted}=true needs bitsandbytes: pip install bitsandbytes (on a CUDA machine).")
+
+
+def assemble_training(
+    script_args: ScriptArguments, training_args: PolyEPOConfig, model_args: ModelConfig
+) -> TrainingParts:
+    """Everything the trainer needs except the model weights, checked."""
+    check_model_path(model_args.model_name_or_path)
+    check_output_dir(training_args.output_dir)
+    check_quantization(model_args)
+    mismatch = precision_mismatch(training_args)
+    if mismatch:
+        raise RecipeError(mismatch)
+    rewards = resolve_rewards(script_args, training_args.reward_weights)
+    table = load_rows(script_args, script_args.dataset_train_split)
+    agent, keep = agent_parts(script_args, script_args.chat_format, table, rewards)
+    tokenizer = None
+    if agent:
+        tokenizer = load_tokenizer(
+            model_args.model_name_or_path, model_args.model_revision, "environment_factory and tools"
+        )
+        check_tool_template(tokenizer)
+    trained = problem_fingerprints(table, script_args.prompt_column, script_args.max_train_samples)
+    dataset = format_dataset(table, script_args, script_args.max_train_samples, keep=keep)
+    if script_args.max_prompt_tokens is not None and len(dataset):
+        tokenizer = tokenizer or load_tokenizer(model_args.model_name_or_path, model_args.model_revision)
+        dataset, dropped = drop_long_prompts(dataset, tokenizer, script_args.max_prompt_tokens)
+        logger.info("max_prompt_tokens=%d: dropped %d overlong prompts", script_args.max_prompt_tokens, dropped)
+        if len(dataset) == 0:
+            raise RecipeError(f"Every prompt is longer than max_prompt_tokens={script_args.max_prompt_tokens}.")
+    if len(dataset) == 0:
+        raise RecipeError(
+            f"dataset_name={script_args.dataset_name!r} has no rows in split {script_args.dataset_train_split!r} "
+            "(dataset_train_split)."
+        )
+    judge = None
+    if script_args.trainer != "grpo" and training_args.judge is None:
+        raise RecipeError(f"trainer={script_args.trainer!r} needs a judge: set judge (e.g. 'answer', 'embedding').")
+    if training_args.judge is not None and (script_args.trainer != "grpo" or script_args.eval_dataset_name):
+        try:
+            judge = training_args.make_judge()
+        except (ValueError, ImportError) as error:
+            raise RecipeError(f"judge={training_args.judge!r}: {error}") from None
+        if script_args.check_judge:
+            check_judge(judge)
+    eval_rows = None
+    if script_args.eval_dataset_name:
+        eval_steps = training_args.eval_steps
+        if eval_steps is None or eval_steps < 1 or eval_steps != int(eval_steps):
+            raise RecipeError(
+                f"eval_dataset_name is set: set eval_steps to a whole number of steps (got {eval_steps})."
+            )
+        held_out = replace(script_args, dataset_name=script_args.eval_dataset_name)
+        eval_table = load_rows(held_out, script_args.dataset_test_split)
+        if agent:
+            check_held_out_agent_rows(eval_table, keep, agent, script_args.eval_dataset_name)
+        eval_rows = list(format_dataset(eval_table, held_out, script_args.eval_max_problems, keep=keep))
+        if not eval_rows:
+            raise RecipeError(f"eval_dataset_name={script_args.eval_dataset_name!r} has no problems.")
+        if not script_args.eval_on_training_rows:
+            refuse_training_rows(
+                problem_fingerprints(eval_table, held_out.prompt_column, script_args.eval_max_problems),
+                trained,
+                f"eval_dataset_name={script_args.eval_dataset_name!r} (split {script_args.dataset_test_split!r})",
+            )
+    return TrainingParts(rewards, dataset, judge, eval_rows, trained, agent)
+
+
+def held_out_scoring(
+    parts: TrainingParts,
+    training_args: PolyEPOConfig,
+    num_samples: int,
+    seed: int | None = None,
+    vote_answer: str = "auto",
+) -> tuple[Scorer, SamplingSettings]:
+    """How held-out problems are evaluated: the recipe's rewards, reward weights and judge, majority vote by
+    ``vote_answer``, and ``num_samples`` samples per problem at its completion length and temperature, seeded with
+    ``seed`` (default: the recipe's)."""
+    settings = SamplingSettings(
+        num_samples=num_samples,
+        max_new_tokens=training_args.max_completion_length,
+        temperature=training_args.temperature,
+        seed=training_args.seed if seed is None else seed,
+    )
+    return Scorer(parts.reward_funcs, training_args.reward_weights, parts.judge, vote_answer), settings
+
+
+def pass_at_k_callback(
+    trainer: Any, parts: TrainingParts, script_args: ScriptArguments, training_args: PolyEPOConfig
+) -> PassAtKCallback:
+    """The in-training evaluation on ``parts.eval_rows`` with the recipe's rewards, judge and sampling."""
+    scorer, settings = held_out_scoring(
+        parts, training_args, script_args.eval_num_samples, vote_answer=script_args.eval_vote_answer
+    )
+    agent = None
+    if parts.agent:
+        agent = Agent(
+            parts.agent.get("environment_factory"),
+            parts.agent.get("tools", []),
+            training_args.max_tool_calling_iterations,
+        )
+    return PassAtKCallback(
+        trainer,
+        parts.eval_rows,
+        scorer,
+        settings,
+        int(training_args.eval_steps),
+        on_start=script_args.eval_at_start,
+        agent=agent,
+    )
+
+
+def model_init_kwargs(model_args: ModelConfig, training_args: PolyEPOConfig) -> dict[str, Any]:
+    """``from_pretrained`` arguments from the recipe's model settings, as TRL's own scripts build them (revision,
+    trust_remote_code, attn_implementation, dtype); the recipe's ``model_init_kwargs`` has the last word.
+    Quantization goes to the trainer as ``quantization_config`` (TRL places a quantized model itself)."""
+    kwargs: dict[str, Any] = {
+        "revision": model_args.model_revision,
+        "trust_remote_code": training_args.trust_remote_code,
+        "attn_implementation": model_args.attn_implementation,
+        "dtype": model_args.dtype,
+    }
+    return {**kwargs, **(training_args.model_init_kwargs or {})}
+
+
+def cpu_slowdowns(training_args: PolyEPOConfig, cuda_available: bool) -> list[str]:
+    """Settings that cost several times the step time when training on CPU, each with the override that fixes it."""
+    if cuda_available and not training_args.use_cpu:
+        return []
+    found = []
+    if training_args.bf16:
+        found.append("bf16=true (TRL's default) autocasts to bfloat16, 3-6x slower on CPU: add `--bf16 false`.")
+    if training_args.activation_checkpointing:
+        found.append(
+            "activation_checkpointing=true (TRL's default) recomputes activations, not needed for small models on "
+            "CPU: add `--activation_checkpointing false`."
+        )
+    return found
+
+
+def resume_checkpoint(training_args: PolyEPOConfig) -> str | bool | None:
+    """``resume_from_checkpoint`` when set, else the last complete ``checkpoint-N`` in ``output_dir`` (as open-r1's
+    scripts do), so a run started again after a crash continues where it stopped. Checkpoints left incomplete by a
+    crash while saving are named and, on the main process, removed: they can never be resumed from."""
+    if training_args.resume_from_checkpoint is not None:
+        return training_args.resume_from_checkpoint
+    complete, incomplete = complete_checkpoints(training_args.output_dir, int(os.environ.get("WORLD_SIZE", "1")))
+    for path, reason in incomplete:
+        print(f"skipping {path}: incomplete ({reason}), a save that did not finish", flush=True)
+        if is_main_process():
+            shutil.rmtree(path, ignore_errors=True)
+    if not complete:
+        return None
+    print(f"resuming from {complete[-1]} (the last complete checkpoint in output_dir)", flush=True)
+    return complete[-1]
