@@ -23,11 +23,12 @@ FLOORS = {
     "evaluation": 3,
     "trainer": 4,
     "tasks": 4,
-    "train": 5,
-    "eval": 5,
-    "demo": 6,
-    "agreement": 6,
-    "cli": 6,
+    "assembly": 5,
+    "train": 6,
+    "eval": 6,
+    "demo": 7,
+    "agreement": 7,
+    "cli": 7,
 }
 
 
@@ -82,3 +83,13 @@ def test_only_shared_data_reads_the_folder_beside_the_clone():
         if path.name not in ("shared_data.py", Path(__file__).name) and '"shared"' in path.read_text()
     ]
     assert readers == []
+
+
+def test_the_readme_option_table_is_the_configs():
+    """README's PolyEPOConfig table is generated from the fields (``make readme-options``): a field added, removed or
+    re-documented without regenerating it fails here."""
+    from poly_epo_trl.trainer.config import options_table
+
+    readme = (PACKAGE.parent / "README.md").read_text()
+    table = readme.split("<!-- options:start -->\n", 1)[1].split("\n<!-- options:end -->", 1)[0]
+    assert table == options_table(), "README's option table is stale: run `make readme-options`"

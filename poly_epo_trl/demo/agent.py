@@ -1,6 +1,6 @@
 """The CPU agent example: GRPO and Poly-EPO train a tiny tool-calling agent through ``environment_factory``.
 
-    python -m poly_epo_trl.demo.agent                    # 1 seed, GRPO and Poly-EPO, about N minutes
+    python -m poly_epo_trl.demo.agent                    # 1 seed, GRPO and Poly-EPO, about 9 minutes
     python -m poly_epo_trl.demo.agent --seeds 0 1 2 3 4
 
 The task (``tasks.goldbach_agent``): asked for ``S=<S>:``, the agent calls ``submit(p, q)`` on a
