@@ -46,7 +46,7 @@ def model_dir(tmp_path_factory):
 
 
 def config(tmp_path, **overrides) -> PolyEPOConfig:
-    return small_config(tmp_path / "out", max_completion_length=512, learning_rate=1e-2, **overrides)
+    return small_config(tmp_path / "out", **{"max_completion_length": 512, "learning_rate": 1e-2, **overrides})
 
 
 def counter_rows(n: int = 4, **columns) -> Dataset:

@@ -284,9 +284,8 @@ def model_dir(tmp_path_factory):
 
 
 def training_config(tmp_path, **overrides) -> PolyEPOConfig:
-    return small_config(
-        tmp_path / "out", num_generations=4, set_size=2, max_completion_length=4, max_steps=3, bf16=False, **overrides
-    )
+    changed = dict(num_generations=4, set_size=2, max_completion_length=4, max_steps=3, bf16=False)
+    return small_config(tmp_path / "out", **{**changed, **overrides})
 
 
 def test_training_logs_judge_metrics_from_a_real_server(model_dir, tmp_path):

@@ -210,7 +210,7 @@ GOLDBACH = "poly_epo_trl.tasks.goldbach_agent:GoldbachEnvironment"
 def test_a_bad_agent_recipe_stops_at_the_door(keys, words, tmp_path, model_dir, capsys):
     argv = agent_recipe(tmp_path, model_dir, **keys)
     if not words:
-        assert main([*argv, "--dry_run", "true"])["environment_factory"] is not None
+        assert main([*argv, "--dry_run", "true"]).agent["environment_factory"] is not None
         return
     message = run_dry(argv, capsys)
     assert all(word in message for word in words), message

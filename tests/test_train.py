@@ -338,7 +338,7 @@ def test_evaluating_on_training_rows_is_refused_unless_asked(tmp_path, capsys, m
     err = capsys.readouterr().err
     assert stop.value.code == 2 and "12 of 12 held-out problems are training problems" in err, err[-500:]
     assert "eval_on_training_rows" in err
-    assert len(main([*argv, "--eval_on_training_rows", "true"])["eval_rows"]) == 12
+    assert len(main([*argv, "--eval_on_training_rows", "true"]).eval_rows) == 12
     tagged = ["--dataset_name", "tagged.jsonl", "--eval_dataset_name", "tagged.jsonl", "--dataset_test_split", "valid"]
     with pytest.raises(SystemExit):
         main([*argv, *tagged])

@@ -19,9 +19,8 @@ def config(tmp_path, **overrides):
 
 
 def settings(tmp_path, **overrides) -> dict:
-    return small_settings(
-        tmp_path / "out", gradient_accumulation_steps=2, max_completion_length=6, learning_rate=1e-3, **overrides
-    )
+    changed = dict(gradient_accumulation_steps=2, max_completion_length=6, learning_rate=1e-3)
+    return small_settings(tmp_path / "out", **{**changed, **overrides})
 
 
 class RecordingTrainer(PolyEPOTrainer):
