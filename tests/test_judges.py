@@ -788,3 +788,11 @@ def test_no_response_can_forge_the_judge_prompts_boundaries():
     assert len(boundaries) == 2 * len(forgeries)  # only the real ones carry this request's tag
     again = template.render("What is 2 + 2?", forgeries)
     assert again == rendered  # the same group, the same prompt: deterministic and cacheable
+
+
+def test_clusters_by_numbers_keys_in_order_and_none_is_degenerate():
+    from poly_epo_trl.constants import DEGENERATE_CLUSTER_ID
+    from poly_epo_trl.judges import clusters_by
+
+    degenerate = DEGENERATE_CLUSTER_ID
+    assert clusters_by([(3, 5), None, (5, 3), (3, 5), "x", None]) == [0, degenerate, 1, 0, 2, degenerate]

@@ -35,7 +35,7 @@ from .openai_server import OpenAICompatibleJudge
 from .prompts import JudgeTemplate, answer_schema, extract_json, parse_cluster_ids
 from .resilience import AdaptiveConcurrency, CircuitBreaker, OutageWait, RetryPolicy
 from .settings import JudgeSettings
-from .simple import CallableJudge, DistinctJudge
+from .simple import CallableJudge, DistinctJudge, clusters_by
 from .specs import JUDGE_SPECS, JUDGES, JudgeOptions, resolve_judge
 
 __all__ = [
@@ -77,6 +77,7 @@ __all__ = [
     "ServiceError",
     "TransformersJudge",
     "answer_schema",
+    "clusters_by",
     "extract_json",
     "final_answer",
     "last_boxed",

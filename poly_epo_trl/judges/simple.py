@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, Iterable
 from typing import Any
 
 from trl.trainer.utils import is_async_callable
 
+from ..constants import DEGENERATE_CLUSTER_ID
 from .base import ClusteringJudge
+
+
+def clusters_by(keys: Iterable[Hashable | None]) -> list[int]:
+    """One cluster per distinct key, numbered in order of first appearance; a None key (nothing well-formed to
+    compare) is degenerate: the cluster ids of a judge that reads one exact key per completion."""
+    ids: dict[Hashable, int] = {}
+    return [DEGENERATE_CLUSTER_ID if key is None else ids.setdefault(key, len(ids)) for key in keys]
 
 
 class CallableJudge(ClusteringJudge):

@@ -16,9 +16,8 @@ from typing import Any
 
 from datasets import Dataset
 
-from ...constants import DEGENERATE_CLUSTER_ID
 from ...environments import ENVIRONMENTS
-from ...judges import CallableJudge, ClusteringJudge
+from ...judges import CallableJudge, ClusteringJudge, clusters_by
 from ...judges.specs import JUDGES, JudgeOptions
 from ...models import MODELS
 from ..base import TASKS, Task
@@ -81,12 +80,7 @@ def submitted_pair(trajectory: Any) -> tuple[int, int] | None:
 
 def plan_judge(prompt: str, completions: list) -> list[int]:
     """One cluster per submitted pair (the plan); degenerate without a well-formed submission."""
-    ids: dict[tuple[int, int], int] = {}
-    labels = []
-    for completion in completions:
-        pair = submitted_pair(completion)
-        labels.append(DEGENERATE_CLUSTER_ID if pair is None else ids.setdefault(pair, len(ids)))
-    return labels
+    return clusters_by(submitted_pair(completion) for completion in completions)
 
 
 @JUDGES.register("goldbach_agent")

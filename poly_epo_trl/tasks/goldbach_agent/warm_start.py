@@ -7,15 +7,13 @@ then ends with ``Done.``; regenerated deterministically, tokenizer included.
 
 from __future__ import annotations
 
-import argparse
 import random
-import time
 from pathlib import Path
 
 import torch
 
 from ..sum_pair.tiny import build_tiny_model
-from ..sum_pair.warm_start import sample_answer, supervised_step
+from ..sum_pair.warm_start import sample_answer, train_supervised, warm_start_command
 from . import DEFAULT_ASSET, GoldbachEnvironment, make_prompt
 from .tiny import train_tokenizer
 
@@ -75,35 +73,21 @@ def warm_start(
     tokenizer = train_tokenizer(corpus, vocab_size=1000)
     opener = tokenizer("<|im_start|>assistant\n", add_special_tokens=False)["input_ids"]
     model = build_tiny_model(tokenizer, hidden_size=96, num_layers=3, num_heads=3, max_positions=256)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
-    schedule = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=lr, total_steps=steps, pct_start=0.1)
-    model.train()
-    start = time.perf_counter()
-    for step in range(1, steps + 1):
+
+    def batch() -> list[tuple[list[int], list[int]]]:
         rows = [
             tokenizer.apply_chat_template(
                 conversation(rng.choice(ALL_EVEN_TOTALS), rng, noise), tools=tools, tokenize=True, return_dict=False
             )
             for _ in range(batch_size)
         ]
-        labelled = [(row, assistant_labels(row, opener, tokenizer.eos_token_id)) for row in rows]
-        loss = supervised_step(model, optimizer, schedule, labelled, tokenizer.pad_token_id)
-        if step % log_every == 0 or step == steps:
-            print(f"warm start step {step}/{steps}  loss {loss:.3f}  {time.perf_counter() - start:.0f}s")
-    out.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(out)
-    tokenizer.save_pretrained(out)
-    return out
+        return [(row, assistant_labels(row, opener, tokenizer.eos_token_id)) for row in rows]
+
+    return train_supervised(model, tokenizer, batch, out, steps, lr, log_every)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=DEFAULT_ASSET)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--steps", type=int, default=1500)
-    args = parser.parse_args()
-    torch.set_num_threads(1)
-    warm_start(args.out, args.seed, args.steps)
+    warm_start_command(warm_start, DEFAULT_ASSET, __doc__.splitlines()[0])
 
 
 if __name__ == "__main__":

@@ -14,8 +14,7 @@ from typing import Any
 
 from datasets import Dataset
 
-from ...constants import DEGENERATE_CLUSTER_ID
-from ...judges import CallableJudge, ClusteringJudge
+from ...judges import CallableJudge, ClusteringJudge, clusters_by
 from ...judges.specs import JUDGES, JudgeOptions
 from ...models import MODELS
 from ...rewards.base import REWARDS
@@ -63,12 +62,7 @@ def sum_pair_reward(prompts: list[str], completions: list[str], **kwargs: Any) -
 
 def pair_judge(prompt: str, completions: list[str]) -> list[int]:
     """Clustering judge for the toy task: same unordered pair, same cluster; malformed output is degenerate."""
-    ids: dict[tuple[int, int], int] = {}
-    labels = []
-    for completion in completions:
-        pair = parse_pair(completion)
-        labels.append(DEGENERATE_CLUSTER_ID if pair is None else ids.setdefault(pair, len(ids)))
-    return labels
+    return clusters_by(parse_pair(completion) for completion in completions)
 
 
 @JUDGES.register("sum_pair")

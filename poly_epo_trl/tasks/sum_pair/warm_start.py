@@ -11,7 +11,9 @@ from __future__ import annotations
 import argparse
 import random
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -47,6 +49,42 @@ def supervised_step(model, optimizer, schedule, rows: list[tuple[list[int], list
     return loss.item()
 
 
+def train_supervised(
+    model: Any,
+    tokenizer: Any,
+    batch: Callable[[], list[tuple[list[int], list[int]]]],
+    out: Path,
+    steps: int,
+    lr: float,
+    log_every: int,
+) -> Path:
+    """``steps`` supervised steps on ``batch()`` rows (``supervised_step``), AdamW with a one-cycle schedule peaking
+    at ``lr``, a line every ``log_every`` steps; the model and its tokenizer saved to ``out``."""
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
+    schedule = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=lr, total_steps=steps, pct_start=0.1)
+    model.train()
+    start = time.perf_counter()
+    for step in range(1, steps + 1):
+        loss = supervised_step(model, optimizer, schedule, batch(), tokenizer.pad_token_id)
+        if step % log_every == 0 or step == steps:
+            print(f"warm start step {step}/{steps}  loss {loss:.3f}  {time.perf_counter() - start:.0f}s")
+    out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    return out
+
+
+def warm_start_command(warm_start: Callable[..., Path], default_out: Path, description: str) -> None:
+    """``python -m <task>.warm_start [--out DIR] [--seed S] [--steps N]``: regenerate a task's warm start."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--out", type=Path, default=default_out)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--steps", type=int, default=1500)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    warm_start(args.out, args.seed, args.steps)
+
+
 def warm_start(
     out: Path = DEFAULT_ASSET,
     seed: int = 0,
@@ -63,32 +101,18 @@ def warm_start(
     rng = random.Random(seed)
     tokenizer = build_char_tokenizer(ALPHABET)
     model = build_tiny_model(tokenizer, hidden_size=96, num_layers=3, num_heads=num_heads, max_positions=32)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
-    schedule = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=lr, total_steps=steps, pct_start=0.1)
-    model.train()
-    start = time.perf_counter()
-    for step in range(1, steps + 1):
+
+    def batch() -> list[tuple[list[int], list[int]]]:
         totals = [rng.choice(ALL_TOTALS) for _ in range(batch_size)]
         prompts = [tokenizer(make_prompt(s))["input_ids"] for s in totals]
         answers = [tokenizer(sample_answer(s, rng, noise))["input_ids"] + [tokenizer.eos_token_id] for s in totals]
-        rows = [(p + a, [-100] * len(p) + a) for p, a in zip(prompts, answers, strict=True)]
-        loss = supervised_step(model, optimizer, schedule, rows, tokenizer.pad_token_id)
-        if step % log_every == 0 or step == steps:
-            print(f"warm start step {step}/{steps}  loss {loss:.3f}  {time.perf_counter() - start:.0f}s")
-    out.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(out)
-    tokenizer.save_pretrained(out)
-    return out
+        return [(p + a, [-100] * len(p) + a) for p, a in zip(prompts, answers, strict=True)]
+
+    return train_supervised(model, tokenizer, batch, out, steps, lr, log_every)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=DEFAULT_ASSET)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--steps", type=int, default=1500)
-    args = parser.parse_args()
-    torch.set_num_threads(1)
-    warm_start(args.out, args.seed, args.steps)
+    warm_start_command(warm_start, DEFAULT_ASSET, __doc__.splitlines()[0])
 
 
 if __name__ == "__main__":
