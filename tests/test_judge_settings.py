@@ -96,3 +96,38 @@ def test_a_bad_judge_setting_stops_training_and_eval_with_the_same_message(tmp_p
             parse(recipe(base, tmp_path, **{name: value}))
         messages.append(str(error.value))
     assert name in messages[0] and messages[0] == messages[1]
+
+
+def test_eval_judges_with_a_training_recipes_judge_block_and_stops_cleanly_when_the_judge_refuses(
+    tmp_path, monkeypatch, capsys, caplog
+):
+    """``poly-epo eval`` against a real server that wants an API key, named by judge_api_key_env as training names
+    it: without the key, the run stops with the server's reason and exit 1, no traceback, its samples kept; with
+    it, the same command resumes without sampling again and judges every group (in parts of 4, cached)."""
+    from judge_server import ServerProcess
+
+    with ServerProcess(slots=1, latency=0.01, api_key="sekret-123", model="judge-m") as server:
+        judge_block = {
+            "judge": "openai",
+            "judge_base_url": f"http://127.0.0.1:{server.port}/v1",
+            "judge_model": "judge-m",
+            "judge_api_key_env": "MY_JUDGE_KEY",
+            "judge_cache_dir": str(tmp_path / "cache"),
+            "judge_max_responses_per_request": 4,
+            "judge_retry_budget": 2.0,
+        }
+        argv = recipe(EVAL, tmp_path, **judge_block, num_samples=8, max_problems=3, judge_samples=None)
+        monkeypatch.delenv("MY_JUDGE_KEY", raising=False)
+        with pytest.raises(SystemExit) as stop:
+            evaluate.main(argv)
+        err = capsys.readouterr().err
+        assert stop.value.code == 1 and "Traceback" not in err, err
+        assert "export it as $MY_JUDGE_KEY" in err and "the same command resumes" in err
+        monkeypatch.setenv("MY_JUDGE_KEY", "sekret-123")
+        refused = server.stats().get("completed", 0)
+        with caplog.at_level("INFO", logger="poly_epo_trl.evaluation"):
+            report = evaluate.main(argv)
+        assert server.stats()["completed"] - refused == 3 * 2  # 3 groups of 8, each in 2 parts of 4
+    problems = report["problems"][next(iter(report["problems"]))]
+    assert len(problems) == 3 and all(p["distinct_correct_clusters"] >= 0 for p in problems)
+    assert "resuming with 3 sampled and 0 scored of 3 problems" in caplog.text

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from ..checks import RecipeError
+from ..judges import JudgeError
 from ..models import resolve_model
 from ..rewards import SandboxUnavailable, resolve_reward
 
@@ -23,8 +24,8 @@ def setup_logging() -> None:
 
 
 def parse_and_run(parse: Callable[[Any], A], run: Callable[[A], R], argv: list[str] | None) -> tuple[A, R]:
-    """An entry point's body: logging set up, ``run(parse(argv))``; a recipe error stops with its message and exit
-    code 2, no traceback."""
+    """An entry point's body: logging set up, ``run(parse(argv))``. A recipe error stops with its message and exit
+    code 2, a judge that failed (``judge_fallback: raise``) with its message and exit code 1; no traceback."""
     setup_logging()
     try:
         args = parse(argv)
@@ -32,6 +33,13 @@ def parse_and_run(parse: Callable[[Any], A], run: Callable[[A], R], argv: list[s
     except RecipeError as error:
         print(f"error: {error}", file=sys.stderr)
         raise SystemExit(2) from None
+    except JudgeError as error:
+        print(
+            f"error: {error}\nWhat was sampled and scored so far is kept in output_dir: the same command resumes from "
+            "there (judge_fallback chooses what a group the judge fails on becomes instead).",
+            file=sys.stderr,
+        )
+        raise SystemExit(1) from None
 
 
 def resolve_rewards(args: Any, weights: list[float] | None) -> list[Any]:
