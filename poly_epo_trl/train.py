@@ -120,6 +120,20 @@ def run(
             script_args.dataset_name,
             script_args.dataset_train_split,
         )
+    trainer = make_trainer(script_args, training_args, model_args, parts, print_logs)
+    trainer.train(resume_from_checkpoint=checkpoint)
+    save_final_model(trainer, training_args.output_dir)
+    return trainer
+
+
+def make_trainer(
+    script_args: ScriptArguments,
+    training_args: PolyEPOConfig,
+    model_args: ModelConfig,
+    parts: TrainingParts,
+    print_logs: bool = True,
+) -> Any:
+    """The trainer the recipe names, with its held-out evaluation, its engine checked and said; not yet trained."""
     model = resolve_model(model_args.model_name_or_path)
     training_args.model_init_kwargs = model_init_kwargs(model_args, training_args)
     cls = TRAINERS[script_args.trainer]
@@ -145,8 +159,6 @@ def run(
     if not print_logs:
         trainer.remove_callback(PrinterCallback)
         trainer.remove_callback(ProgressCallback)
-    trainer.train(resume_from_checkpoint=checkpoint)
-    save_final_model(trainer, training_args.output_dir)
     return trainer
 
 

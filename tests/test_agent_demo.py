@@ -1,17 +1,19 @@
-"""The CPU agent example (``poly_epo_trl.demo.agent``) and its task: the shipped warm start plays the environment
-through the tool format TRL parses, and the example runs end to end through ``environment_factory``."""
+"""The CPU agent example (``poly_epo_trl.demo.agent``: the demo on the agent task) and its task: the shipped warm
+start plays the environment through the tool format TRL parses, and the example runs end to end through
+``environment_factory``."""
 
 import json
 from collections import Counter
 
 import pytest
-import torch
 from PIL import Image
-from transformers import AutoModelForCausalLM, AutoTokenizer
-from trl.chat_template_utils import add_response_schema
 
-from poly_epo_trl.demo.agent import main, play
-from poly_epo_trl.models import resolve_model
+from poly_epo_trl import train
+from poly_epo_trl.assembly import assemble_training, held_out_agent
+from poly_epo_trl.demo.agent import AGENT, main
+from poly_epo_trl.demo.run import recipe
+from poly_epo_trl.evaluation.episodes import EpisodeSampler
+from poly_epo_trl.evaluation.sampling import SamplingSettings
 from poly_epo_trl.tasks.goldbach_agent import GoldbachEnvironment, plan_judge, submitted_pair
 from poly_epo_trl.tasks.prime_pair import partitions
 
@@ -37,14 +39,20 @@ def test_the_environment_owns_the_reward_and_the_judge_clusters_by_submitted_pai
     assert submitted_pair(trajectories[1]) == (3, 17)
 
 
-def test_the_shipped_warm_start_calls_the_tool_with_pairs_summing_to_s():
-    path = resolve_model("builtin:goldbach_agent")
-    model, tokenizer = (
-        AutoModelForCausalLM.from_pretrained(path),
-        add_response_schema(AutoTokenizer.from_pretrained(path)),
-    )
-    torch.manual_seed(0)
-    played = [(total, t, r) for total in (20, 44, 68, 90) for t, r in play(model.eval(), tokenizer, total, 32, 2)]
+def test_the_shipped_warm_start_calls_the_tool_with_pairs_summing_to_s(tmp_path):
+    """The warm start's episodes on 4 held-out sums, played by the demo's own path (the recipe's trainer, evaluation's
+    episode player): a tool call, its result and a last word; pairs summing to S; about 1 in 7 of them prime."""
+    parsed = train.parse(recipe("grpo", 0, AGENT, tmp_path))
+    parts = assemble_training(*parsed)
+    trainer = train.make_trainer(*parsed, parts, print_logs=False)
+    settings = SamplingSettings(num_samples=32, max_new_tokens=parsed[1].max_completion_length, seed=0)
+    sampler = EpisodeSampler.for_trainer(trainer, settings, held_out_agent(parts, parsed[1]))
+    rows = parts.eval_rows[:4]
+    played = [
+        (row["total"], trajectory, environment.get_reward())
+        for row, (trajectories, environments) in zip(rows, sampler.play(rows, range(4)), strict=True)
+        for trajectory, environment in zip(trajectories, environments, strict=True)
+    ]
     roles = Counter(tuple(m["role"] for m in t) for _, t, _ in played)
     assert roles[("assistant", "tool", "assistant")] >= 0.9 * len(played), roles
     pairs = [(total, submitted_pair(t)) for total, t, _ in played]
@@ -62,17 +70,17 @@ def test_the_agent_example_end_to_end(tmp_path, capsys):
         ["--out", str(out), "--steps", "3", "--curve-every", "2", "--eval-samples", "4", "--curve-samples", "2"]
     )
     printed = capsys.readouterr().out
-    assert "goldbach_agent: 15 held-out sums, 4 episodes each" in printed
+    assert "goldbach_agent: 15 held-out prompts, 4 samples each" in printed
     last = printed.strip().splitlines()[-3:]
-    assert last[0].startswith("pass@4 (sums solved within 4 episodes): warm start ")
-    assert last[1].startswith("Poly-EPO / GRPO distinct successful plans:")
-    assert last[2].startswith(f"figure: {out / 'agent.png'}")
+    assert last[0].startswith("pass@4 (problems solved within 4 tries): warm start ")
+    assert last[1].startswith("Poly-EPO / GRPO distinct correct strategies:")
+    assert last[2].startswith(f"figure: {out / 'demo.png'}")
     saved = json.loads((out / "results.json").read_text())
     assert saved["summary"].keys() == {"warm start", "GRPO (Dr.GRPO)", "Poly-EPO"}
     for method, by_seed in saved["runs"].items():
         run = by_seed["0"]
-        assert [step for step, _ in run["curve"]] == [0, 2, 3], method
+        assert [point["step"] for point in run["curve"]] == [0, 2, 3], method
         assert run["final"]["ks"] == [1, 2, 4]
     assert saved["summary"]["warm start"]["pass_at_k"]["mean"][-1] > 0
     assert report["summary"] == saved["summary"]
-    assert Image.open(out / "agent.png").size[0] > 500
+    assert Image.open(out / "demo.png").size[0] > 500

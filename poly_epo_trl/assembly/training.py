@@ -237,6 +237,14 @@ def held_out_scoring(
     return Scorer(parts.reward_funcs, training_args.reward_weights, parts.judge, vote_answer), settings
 
 
+def held_out_agent(parts: TrainingParts, training_args: PolyEPOConfig) -> Agent | None:
+    """How held-out episodes are played, as training plays them (None for a plain policy)."""
+    if not parts.agent:
+        return None
+    factory, tools = parts.agent.get("environment_factory"), parts.agent.get("tools", [])
+    return Agent(factory, tools, training_args.max_tool_calling_iterations)
+
+
 def pass_at_k_callback(
     trainer: Any, parts: TrainingParts, script_args: ScriptArguments, training_args: PolyEPOConfig
 ) -> PassAtKCallback:
@@ -244,13 +252,6 @@ def pass_at_k_callback(
     scorer, settings = held_out_scoring(
         parts, training_args, script_args.eval_num_samples, vote_answer=script_args.eval_vote_answer
     )
-    agent = None
-    if parts.agent:
-        agent = Agent(
-            parts.agent.get("environment_factory"),
-            parts.agent.get("tools", []),
-            training_args.max_tool_calling_iterations,
-        )
     return PassAtKCallback(
         trainer,
         parts.eval_rows,
@@ -258,7 +259,7 @@ def pass_at_k_callback(
         settings,
         int(training_args.eval_steps),
         on_start=script_args.eval_at_start,
-        agent=agent,
+        agent=held_out_agent(parts, training_args),
     )
 
 

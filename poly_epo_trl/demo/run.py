@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import time
 import warnings
 from dataclasses import asdict, dataclass, field, fields
@@ -22,15 +23,14 @@ from typing import Any
 import datasets
 import torch
 import transformers
-from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from .. import train
-from ..assembly import TrainingParts, assemble_training, held_out_scoring
+from ..assembly import TrainingParts, assemble_training, held_out_agent, held_out_scoring
 from ..constants import BUILTIN_PREFIX
+from ..evaluation.episodes import EpisodeSampler
 from ..evaluation.plots import training_figure
 from ..evaluation.report import across_seeds, format_table, seeds_interval, summarize
-from ..evaluation.runner import policy_metrics
-from ..models import resolve_model
+from ..evaluation.runner import episode_metrics, policy_metrics
 from ..tasks import TASKS
 
 METHODS = ("grpo", "grpo_div", "poly_epo")
@@ -71,11 +71,17 @@ def recipe(method: str, seed: int, s: DemoSettings, out: Path) -> list[str]:
     return [*FIXED.split(), *flags.split(), *(["--model_name_or_path", s.checkpoint] if s.checkpoint else [])]
 
 
-def final_summary(model: Any, tokenizer: Any, parts: TrainingParts, samples: int, config: Any, seed: int) -> dict:
-    """``evaluation``'s summary of ``samples`` per held-out problem (the sampling seed is the training seed)."""
-    rows = parts.eval_rows
+def final_summary(trainer: Any, parts: TrainingParts, samples: int, config: Any, seed: int) -> dict:
+    """``evaluation``'s summary of ``samples`` per held-out problem (the sampling seed is the training seed); for an
+    agent, episodes played as training plays them."""
+    rows, indices = parts.eval_rows, range(len(parts.eval_rows))
     scorer, settings = held_out_scoring(parts, config, samples, seed)
-    return summarize(policy_metrics(model, tokenizer, rows, range(len(rows)), scorer, settings), num_resamples=200)
+    agent = held_out_agent(parts, config)
+    if agent is None:
+        metrics = policy_metrics(trainer.model, trainer.processing_class, rows, indices, scorer, settings)
+    else:
+        metrics = episode_metrics(EpisodeSampler.for_trainer(trainer, settings, agent), rows, indices, scorer)
+    return summarize(metrics, num_resamples=200)
 
 
 def train_method(method: str, seed: int, s: DemoSettings, out: Path) -> dict[str, Any]:
@@ -86,17 +92,17 @@ def train_method(method: str, seed: int, s: DemoSettings, out: Path) -> dict[str
     trainer = train.run(*parsed, parts, print_logs=False)
     seconds = time.perf_counter() - start
     curve = [{k: log[k] for k in CURVE} for log in trainer.state.log_history if CURVE[1] in log]
-    final = final_summary(trainer.model, trainer.processing_class, parts, s.eval_samples, parsed[1], seed)
+    final = final_summary(trainer, parts, s.eval_samples, parsed[1], seed)
     return {"curve": curve, "final": final, "train_seconds": seconds}
 
 
 def warm_start(s: DemoSettings, out: Path) -> dict[str, Any]:
-    """The warm start's final-style evaluation for each seed's sampling seed."""
+    """The warm start's final-style evaluation for each seed's sampling seed, through the recipe's (untrained)
+    trainer."""
     parsed = train.parse(recipe("grpo", 0, s, out))
     parts = assemble_training(*parsed)
-    path = resolve_model(parsed[2].model_name_or_path)
-    model, tokenizer = AutoModelForCausalLM.from_pretrained(path), AutoTokenizer.from_pretrained(path)
-    return {str(seed): final_summary(model, tokenizer, parts, s.eval_samples, parsed[1], seed) for seed in s.seeds}
+    trainer = train.make_trainer(*parsed, parts, print_logs=False)
+    return {str(seed): final_summary(trainer, parts, s.eval_samples, parsed[1], seed) for seed in s.seeds}
 
 
 def run_demo(s: DemoSettings, out: Path) -> dict[str, Any]:
@@ -159,10 +165,9 @@ def headline(summary: dict[str, Any], report: dict[str, Any]) -> list[str]:
     return lines
 
 
-def parse_args(argv: list[str] | None = None) -> tuple[DemoSettings, Path]:
-    defaults = DemoSettings()
-    parser = argparse.ArgumentParser(description="GRPO vs GRPO+DIV vs Poly-EPO on a small task, on CPU.")
-    parser.add_argument("--out", type=Path, default=Path("outputs/demo"))
+def parse_args(argv: list[str] | None, defaults: DemoSettings, out: Path) -> tuple[DemoSettings, Path]:
+    parser = argparse.ArgumentParser(description=f"GRPO vs GRPO+DIV vs Poly-EPO on {defaults.task}, on CPU.")
+    parser.add_argument("--out", type=Path, default=out)
     parser.add_argument("--task", default=defaults.task, help="a built-in task (builtin:<task>)")
     parser.add_argument("--seeds", type=int, nargs="+", default=defaults.seeds)
     parser.add_argument("--methods", nargs="+", default=defaults.methods, choices=METHODS)
@@ -174,12 +179,12 @@ def parse_args(argv: list[str] | None = None) -> tuple[DemoSettings, Path]:
     args = parser.parse_args(argv)
     if args.task not in TASKS:
         parser.error(f"--task {args.task!r}: {TASKS.hint()}")
-    if "environment_factory" in TASKS.get(args.task).settings:
-        parser.error(f"--task {args.task!r} is an agent task: run `poly-epo agent-demo`.")
     return DemoSettings(**{f.name: getattr(args, f.name) for f in fields(DemoSettings)}), args.out
 
 
-def main(argv: list[str] | None = None) -> dict[str, Any]:
+def main(
+    argv: list[str] | None = None, defaults: DemoSettings | None = None, out: Path = Path("outputs/demo")
+) -> dict[str, Any]:
     logging.basicConfig(level=logging.WARNING, format="  %(message)s")
     logging.getLogger("poly_epo_trl.evaluation").setLevel(logging.INFO)  # a line per held-out evaluation
     logging.getLogger("transformers").setLevel(logging.ERROR)
@@ -187,8 +192,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     transformers.utils.logging.disable_progress_bar()
     warnings.filterwarnings("ignore", category=FutureWarning)
     warnings.filterwarnings("ignore", category=UserWarning)
-    settings, out = parse_args(argv)
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # environment_factory is experimental in TRL 1.16
+    settings, out = parse_args(argv, defaults or DemoSettings(), out)
     try:
         return run_demo(settings, out)
     except train.RecipeError as error:
         raise SystemExit(f"error: {error}") from None
+
+
+if __name__ == "__main__":
+    main()
