@@ -44,7 +44,8 @@ def test_the_engine_is_read_from_the_accelerator():
     fsdp = engine_of(accelerator(DistributedType.FSDP, fsdp_plugin=plugin), {})
     assert fsdp.name == "FSDP2" and fsdp.describe().endswith("state dict SHARDED_STATE_DICT")
     assert engine_of(accelerator(DistributedType.MULTI_CPU), {}).name == "DDP"
-    assert engine_of(accelerator(DistributedType.NO, 1), {}).describe().startswith("engine: one process on 1 process")
+    alone = engine_of(accelerator(DistributedType.NO, 1), {})
+    assert alone.describe() == "engine: one process, nothing sharded; mixed precision no"
 
 
 def test_an_engine_other_than_the_one_asked_for_is_named_with_the_fix():

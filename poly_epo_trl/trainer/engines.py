@@ -57,7 +57,9 @@ class Engine:
         return SHARDING[key]
 
     def describe(self) -> str:
-        where = f"{self.world_size} processes" if self.world_size > 1 else "1 process"
+        if self.world_size == 1:
+            return f"engine: one process, nothing sharded; mixed precision {self.mixed_precision}"
+        where = f"{self.world_size} processes"
         if self.machines > 1:
             where += f" on {self.machines} machines"
         saved = f"; state dict {self.state_dict_type}" if self.kind == "fsdp" else ""
