@@ -14,7 +14,7 @@ import yaml
 from agents import NOTES_SEEN, Lamp, save_tool_model
 
 from poly_epo_trl import PolyEPOConfig, PolyEPOTrainer
-from poly_epo_trl.demo.agent import AgentSettings
+from poly_epo_trl.demo.agent import AGENT
 from poly_epo_trl.evaluation.episodes import Agent, EpisodeSampler
 from poly_epo_trl.evaluation.report import summarize
 from poly_epo_trl.evaluation.runner import episode_metrics
@@ -35,13 +35,13 @@ def model_dir(tmp_path_factory):
 
 def test_the_agent_recipe_matches_the_agent_example():
     recipe = yaml.safe_load((ROOT / AGENT_RECIPE).read_text())
-    example = AgentSettings()
+    example = AGENT
     assert recipe["learning_rate"] == example.learning_rate and recipe["max_steps"] == example.steps
     assert recipe["per_device_train_batch_size"] == example.prompts_per_step * example.num_generations
     assert (recipe["num_generations"], recipe["set_size"]) == (example.num_generations, example.set_size)
     script_args, training_args, model_args = parse(["--config", AGENT_RECIPE])
     assert script_args.environment_factory == "goldbach_agent" and script_args.reward_funcs == []
-    assert training_args.max_tool_calling_iterations == example.max_turns - 1
+    assert training_args.max_tool_calling_iterations == 1  # the task's: a submit call, then the last word
     assert (training_args.judge, model_args.model_name_or_path) == ("goldbach_agent", "builtin:goldbach_agent")
     # the held-out curve: the example's points (every curve_every steps, curve_samples episodes per held-out sum)
     assert (training_args.eval_steps, script_args.eval_num_samples) == (example.curve_every, example.curve_samples)
