@@ -71,11 +71,12 @@ def recipe(method: str, seed: int, s: DemoSettings, out: Path) -> list[str]:
     return [*FIXED.split(), *flags.split(), *(["--model_name_or_path", s.checkpoint] if s.checkpoint else [])]
 
 
-def final_summary(trainer: Any, parts: TrainingParts, samples: int, config: Any, seed: int) -> dict:
-    """``evaluation``'s summary of ``samples`` per held-out problem (the sampling seed is the training seed); for an
-    agent, episodes played as training plays them."""
+def final_summary(trainer: Any, parts: TrainingParts, samples: int, parsed: tuple, seed: int) -> dict:
+    """``evaluation``'s summary of ``samples`` per held-out problem (the sampling seed is the training seed; majority
+    vote as the recipe's in-training evaluation counts it); for an agent, episodes played as training plays them."""
+    script_args, config, _ = parsed
     rows, indices = parts.eval_rows, range(len(parts.eval_rows))
-    scorer, settings = held_out_scoring(parts, config, samples, seed)
+    scorer, settings = held_out_scoring(parts, config, samples, seed, script_args.eval_vote_answer)
     agent = held_out_agent(parts, config)
     if agent is None:
         metrics = policy_metrics(trainer.model, trainer.processing_class, rows, indices, scorer, settings)
@@ -92,7 +93,7 @@ def train_method(method: str, seed: int, s: DemoSettings, out: Path) -> dict[str
     trainer = train.run(*parsed, parts, print_logs=False)
     seconds = time.perf_counter() - start
     curve = [{k: log[k] for k in CURVE} for log in trainer.state.log_history if CURVE[1] in log]
-    final = final_summary(trainer, parts, s.eval_samples, parsed[1], seed)
+    final = final_summary(trainer, parts, s.eval_samples, parsed, seed)
     return {"curve": curve, "final": final, "train_seconds": seconds}
 
 
@@ -102,7 +103,7 @@ def warm_start(s: DemoSettings, out: Path) -> dict[str, Any]:
     parsed = train.parse(recipe("grpo", 0, s, out))
     parts = assemble_training(*parsed)
     trainer = train.make_trainer(*parsed, parts, print_logs=False)
-    return {str(seed): final_summary(trainer, parts, s.eval_samples, parsed[1], seed) for seed in s.seeds}
+    return {str(seed): final_summary(trainer, parts, s.eval_samples, parsed, seed) for seed in s.seeds}
 
 
 def run_demo(s: DemoSettings, out: Path) -> dict[str, Any]:
