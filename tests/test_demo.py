@@ -23,7 +23,8 @@ def test_fast_demo_produces_table_json_and_plot(tmp_path, capsys):
     printed = capsys.readouterr().out
     for label in ("GRPO (Dr.GRPO)", "GRPO+DIV", "Poly-EPO", "warm start", "distinct correct"):
         assert label in printed
-    assert printed.startswith("training") and "prime_pair: 15 held-out prompts" in printed  # the default task
+    assert printed.startswith("evaluating the warm start on prime_pair's")  # the default task, said first
+    assert "training 1/3" in printed and "prime_pair: 15 held-out prompts" in printed
     assert "(1 seed, no interval over seeds)" in printed and "[" not in printed.split("prime_pair:")[1].split("\n")[2]
     last = printed.strip().splitlines()[-3:]  # the console ends with the numbers that matter and the figure
     assert last[0].startswith("pass@4 (problems solved within 4 tries): warm start ")
@@ -96,7 +97,8 @@ def test_demo_rejects_a_missing_checkpoint(tmp_path):
         main(["--out", str(tmp_path), "--checkpoint", str(tmp_path / "nothing")])
 
 
-def test_demo_sends_an_agent_task_to_the_agent_demo(tmp_path, capsys):
+def test_demo_names_the_tasks_when_given_an_unknown_one(tmp_path, capsys):
     with pytest.raises(SystemExit):
-        main(["--out", str(tmp_path), "--task", "goldbach_agent"])
-    assert "run `poly-epo agent-demo`" in capsys.readouterr().err
+        main(["--out", str(tmp_path), "--task", "no_such_task"])
+    err = capsys.readouterr().err
+    assert "--task 'no_such_task'" in err and "goldbach_agent" in err and "prime_pair" in err, err

@@ -100,6 +100,7 @@ def train_method(method: str, seed: int, s: DemoSettings, out: Path) -> dict[str
 def warm_start(s: DemoSettings, out: Path) -> dict[str, Any]:
     """The warm start's final-style evaluation for each seed's sampling seed, through the recipe's (untrained)
     trainer."""
+    print(f"evaluating the warm start on {s.task}'s held-out problems", flush=True)
     parsed = train.parse(recipe("grpo", 0, s, out))
     parts = assemble_training(*parsed)
     trainer = train.make_trainer(*parsed, parts, print_logs=False)
