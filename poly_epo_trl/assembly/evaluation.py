@@ -254,6 +254,12 @@ def check_held_out(args: EvalArguments, table: Any, checkpoints: list[tuple[str,
             )
 
 
+def not_loaded(label: str, path: str, error: Exception) -> RecipeError:
+    """A checkpoint that could not be loaded, with the first line of the reason."""
+    reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    return RecipeError(f"model_name_or_path {label}={path!r} could not be loaded: {reason}")
+
+
 def make_sampler(args: EvalArguments, label: str, path: str):
     """The model at ``path`` behind vLLM or transformers; a model that cannot be loaded is a RecipeError."""
     backend = choose_backend(args.backend)
@@ -268,8 +274,7 @@ def make_sampler(args: EvalArguments, label: str, path: str):
             )
         return TransformersSampler.from_pretrained(path, args.sampling, batch_size=args.batch_size, dtype=args.dtype)
     except (OSError, ValueError) as error:
-        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise RecipeError(f"model_name_or_path {label}={path!r} could not be loaded: {reason}") from None
+        raise not_loaded(label, path, error) from None
 
 
 def make_episode_sampler(
@@ -295,8 +300,7 @@ def make_episode_sampler(
             model=path, args=config, reward_funcs=rewards, train_dataset=Dataset.from_list(rows), **agent
         )
     except (OSError, ValueError) as error:
-        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise RecipeError(f"model_name_or_path {label}={path!r} could not be loaded: {reason}") from None
+        raise not_loaded(label, path, error) from None
     try:
         check_tool_template(trainer.processing_class)
     except RecipeError as error:
