@@ -34,6 +34,11 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--json", type=Path, default=None, help="write the full report here")
     args = parser.parse_args()
+    if not args.data.exists():
+        parser.error(
+            f"no LeetCodeDataset rows at {args.data}: give --data, or set POLY_EPO_SHARED to the folder whose data/ "
+            "holds LeetCodeDataset-v0.2.0-train.jsonl.gz (CI has it as ../shared beside the clone)"
+        )
     rows = load_rows(args.data, args.limit, args.stride)
     reward = CodeReward(max_workers=1)
     print(f"{len(rows)} rows from {args.data}; sandbox: {reward.sandbox.describe()}")
