@@ -1,11 +1,15 @@
-"""Files written so that a crash or a full disk never leaves half of one: write beside, flush to disk, replace."""
+"""Files written so that a crash or a full disk never leaves half of one: write beside, flush to disk, replace; or
+append JSON lines, flushed to disk, where a reader drops a last line a kill cut short."""
 
 from __future__ import annotations
 
 import errno
+import json
 import os
 import shutil
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
 LOW_SPACE = 64 * 2**20
@@ -24,6 +28,34 @@ def atomic_write_text(path: str | Path, text: str) -> None:
     except BaseException:
         partial.unlink(missing_ok=True)
         raise
+
+
+def json_lines(records: Iterable[dict[str, Any]]) -> str:
+    """One JSON line per record."""
+    return "".join(json.dumps(record) + "\n" for record in records)
+
+
+def append_json_lines(path: str | Path, records: Iterable[dict[str, Any]]) -> None:
+    """Append one JSON line per record and force them to disk before returning."""
+    lines = json_lines(records)
+    with Path(path).open("a") as handle:
+        handle.write(lines)
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def read_json_lines(path: str | Path, repair: bool = False) -> list[dict[str, Any]]:
+    """The records of a JSON-lines file (none when it is missing). A last line cut short by a kill is skipped, and
+    with ``repair`` cut from the file, so that the next append starts on a line of its own."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    data = path.read_bytes()
+    complete = data[: data.rfind(b"\n") + 1]
+    if repair and len(complete) != len(data):
+        with path.open("r+b") as handle:
+            handle.truncate(len(complete))
+    return [json.loads(line) for line in complete.decode().splitlines() if line.strip()]
 
 
 def is_disk_full(error: BaseException, folder: str | Path) -> bool:

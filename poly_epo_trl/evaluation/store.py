@@ -4,12 +4,11 @@ resampled or rescored."""
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ..files import atomic_write_text
+from ..files import append_json_lines, atomic_write_text, read_json_lines
 
 
 class SampleStore:
@@ -36,32 +35,17 @@ class SampleStore:
 
     def read(self, name: str) -> dict[int, dict[str, Any]]:
         """Records by index; a last line cut short by a kill is dropped from the file."""
-        path = self.directory / f"{name}.jsonl"
-        if not path.exists():
-            return {}
-        data = path.read_bytes()
-        complete = data[: data.rfind(b"\n") + 1]
-        if len(complete) != len(data):
-            with path.open("r+b") as handle:
-                handle.truncate(len(complete))
-        return parse_records(complete)
+        return by_index(read_json_lines(self.directory / f"{name}.jsonl", repair=True))
 
     def append(self, name: str, records: Iterable[dict[str, Any]]) -> None:
         """Write records and force them to disk before returning."""
-        lines = "".join(json.dumps(record) + "\n" for record in records)
-        with (self.directory / f"{name}.jsonl").open("a") as handle:
-            handle.write(lines)
-            handle.flush()
-            os.fsync(handle.fileno())
+        append_json_lines(self.directory / f"{name}.jsonl", records)
 
 
-def parse_records(data: bytes) -> dict[int, dict[str, Any]]:
-    """The complete lines of a store's JSON-lines ``data``, by ``index`` (a cut last line is skipped)."""
-    complete = data[: data.rfind(b"\n") + 1].decode()
-    records = (json.loads(line) for line in complete.splitlines() if line.strip())
+def by_index(records: Iterable[dict[str, Any]]) -> dict[int, dict[str, Any]]:
     return {record["index"]: record for record in records}
 
 
 def read_records(path: Path) -> dict[int, dict[str, Any]]:
     """A store's JSON-lines file by ``index``, read only (``SampleStore.read`` also truncates a cut last line)."""
-    return parse_records(Path(path).read_bytes())
+    return by_index(read_json_lines(path))
