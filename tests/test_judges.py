@@ -509,7 +509,7 @@ def test_cache_is_safe_with_several_processes(tmp_path):
         process.join(60)
     assert all(p.exitcode == 0 for p in workers)
     cache = JudgeCache(tmp_path)
-    assert len(cache) == 600 and cache.get("2-199") == [2, 199]
+    assert len(cache) == 600 and cache.get("2-199") == ([2, 199], None)
 
 
 @pytest.mark.parametrize(

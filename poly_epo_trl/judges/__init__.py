@@ -8,7 +8,7 @@ breaker, concurrency, outages), cache and errors."""
 
 from ..text import last_boxed
 from .answer import AnswerJudge, final_answer
-from .base import FALLBACKS, PROBE, ClusteringJudge, JudgeResult, normalize_labels
+from .base import FALLBACKS, PROBE, ClusteringJudge, Clusters, JudgeResult, normalize_labels
 from .cache import JudgeCache
 from .claude import AnthropicJudge
 from .errors import (
@@ -51,6 +51,7 @@ __all__ = [
     "CircuitBreaker",
     "CircuitOpen",
     "ClusteringJudge",
+    "Clusters",
     "ConnectFailed",
     "DistinctJudge",
     "FatalJudgeError",

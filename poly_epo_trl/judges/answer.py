@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from ..text import final_text, last_boxed, normalize_answer
-from .base import ClusteringJudge
+from .base import ClusteringJudge, Clusters
 
 _NUMBER = re.compile(r"-?\d+(?:[.,]\d+)*(?:/\d+)?")
 ANSWER_MODES = ("auto", "boxed", "last_number", "text")
@@ -38,10 +38,9 @@ class AnswerJudge(ClusteringJudge):
         super().__init__(**kwargs)
         self.mode = mode
 
-    async def acluster(self, prompt: str, completions: list[str]) -> list[int]:
+    async def acluster(self, prompt: str, completions: list[str]) -> Clusters:
+        """Ids by final answer; each strategy is named by its answer."""
+        answers = [final_answer(completion, self.mode) for completion in completions]
         ids: dict[str, int] = {}
-        labels = []
-        for completion in completions:
-            answer = final_answer(completion, self.mode)
-            labels.append(self.degenerate_cluster_id if answer is None else ids.setdefault(answer, len(ids)))
-        return labels
+        labels = [self.degenerate_cluster_id if a is None else ids.setdefault(a, len(ids)) for a in answers]
+        return Clusters(labels, [None if a is None else f"answer {a}" for a in answers])

@@ -45,15 +45,27 @@ PROBE = ("What is 2 + 3?", ["2 + 3 = 5, so the answer is \\boxed{5}.", "Counting
 
 
 @dataclass
+class Clusters:
+    """A judge's answer for one group that names its strategies: an id and a description (None where the judge gave
+    none) per completion. ``acluster`` returns this, or the ids alone."""
+
+    ids: list[int]
+    strategies: list[str | None]
+
+
+@dataclass
 class JudgeResult:
     """One group's verdict. ``fallback`` is None when a judge answered; otherwise "distinct" (``labels`` gives every
     completion its own cluster), "grpo" or "skip" (no labels: the trainer uses Dr.GRPO's advantage, or 0), and
-    ``cause`` says why."""
+    ``cause`` says why. ``strategies``: the answering judge's description per completion, where it gives them;
+    ``seconds``: from the group's start to its verdict (chain, retries and waiting out an outage included)."""
 
     labels: list[int] | None
     judge: str
     fallback: str | None = None
     cause: str | None = None
+    strategies: list[str | None] | None = None
+    seconds: float = 0.0
 
 
 JUDGING_FAILURES = (JudgeError, ValueError, OSError)
@@ -106,7 +118,8 @@ class ClusteringJudge:
         self._fallback_warning = RateLimitedWarning(FALLBACK_WARNING_SECONDS)
         self.outage = OutageWait()
 
-    async def acluster(self, prompt: str, completions: list[str]) -> list[int]:
+    async def acluster(self, prompt: str, completions: list[str]) -> list[int] | Clusters:
+        """One group's ids, or its ids with their strategies' descriptions (``Clusters``)."""
         raise NotImplementedError
 
     def view(self, completion: Any) -> Any:
@@ -120,12 +133,15 @@ class ClusteringJudge:
 
     async def ajudge(self, prompt: str, completions: list[str]) -> JudgeResult:
         """One group through this judge, then the chain, then (an outage waited out first) the fallback."""
+        start = time.perf_counter()
         while True:
             own_error: Exception | None = None
             for judge in [self, *self.chain]:
                 try:
-                    ids = await judge.acluster(prompt, judge.views(completions))
-                    labels = judge.check_labels(ids, len(completions))
+                    answer = await judge.acluster(prompt, judge.views(completions))
+                    named = isinstance(answer, Clusters)
+                    labels = judge.check_labels(answer.ids if named else answer, len(completions))
+                    strategies = judge.check_strategies(answer.strategies, len(completions)) if named else None
                 except JUDGING_FAILURES as error:
                     self.stats[f"failed/{judge.name}"] += 1
                     own_error = error if judge is self else own_error
@@ -136,7 +152,7 @@ class ClusteringJudge:
                 else:
                     self.stats[f"answered_by/{judge.name}"] += 1
                     self.stats.update({f"{judge.name}/{k}": v for k, v in judge.pop_stats().items()})
-                return JudgeResult(labels, judge.name)
+                return JudgeResult(labels, judge.name, strategies=strategies, seconds=time.perf_counter() - start)
             if not (self.max_outage_seconds > 0 and isinstance(own_error, (ServiceError, CircuitOpen))):
                 if own_error is not None:
                     self.outage.answered()  # the service answered (a 4xx, an invalid answer): it is up
@@ -157,7 +173,7 @@ class ClusteringJudge:
             )
         )
         labels = list(range(len(completions))) if self.fallback == "distinct" else None
-        return JudgeResult(labels, self.name, self.fallback, self.last_failure)
+        return JudgeResult(labels, self.name, self.fallback, self.last_failure, seconds=time.perf_counter() - start)
 
     def probe(self, budget: float) -> None:
         """Judge one probe group with this judge alone: no chain, no fallback, no waiting out an outage, and its
@@ -167,8 +183,8 @@ class ClusteringJudge:
         self.stats, self.latencies = Counter(), []
         try:
             with self.retries_within(budget):
-                ids = JudgeLoop.submit(self.acluster(PROBE[0], self.views(PROBE[1]))).result()
-            self.check_labels(ids, len(PROBE[1]))
+                answer = JudgeLoop.submit(self.acluster(PROBE[0], self.views(PROBE[1]))).result()
+            self.check_labels(answer.ids if isinstance(answer, Clusters) else answer, len(PROBE[1]))
         finally:
             self.stats, self.latencies = saved
 
@@ -225,6 +241,11 @@ class ClusteringJudge:
         if len(labels) != expected or not all(isinstance(x, int) and not isinstance(x, bool) for x in labels):
             raise ValueError(f"{self.name} returned {labels!r}: expected {expected} integer cluster ids.")
         return normalize_labels(labels, self.degenerate_cluster_id)
+
+    def check_strategies(self, strategies: Sequence[str | None], expected: int) -> list[str | None]:
+        if len(strategies) != expected or not all(s is None or isinstance(s, str) for s in strategies):
+            raise ValueError(f"{self.name} described {strategies!r}: expected {expected} strategies (str or None).")
+        return list(strategies)
 
     def pop_stats(self) -> dict[str, float]:
         stats, self.stats = dict(self.stats), Counter()

@@ -33,12 +33,17 @@ class JudgeCache:
             self._local.db, self._local.pid = db, os.getpid()
         return db
 
-    def get(self, key: str) -> list[int] | None:
+    def get(self, key: str) -> tuple[list[int], list[str | None] | None] | None:
+        """The ids and strategy descriptions stored under ``key`` (descriptions None in entries that have none)."""
         row = self._connection().execute("SELECT ids FROM answers WHERE key = ?", (key,)).fetchone()
-        return json.loads(row[0]) if row else None
+        if row is None:
+            return None
+        stored = json.loads(row[0])
+        return (stored, None) if isinstance(stored, list) else (stored["ids"], stored["strategies"])
 
-    def put(self, key: str, ids: list[int]) -> None:
-        self._connection().execute("INSERT OR REPLACE INTO answers VALUES (?, ?)", (key, json.dumps(ids)))
+    def put(self, key: str, ids: list[int], strategies: list[str | None] | None = None) -> None:
+        stored = ids if strategies is None else {"ids": ids, "strategies": strategies}
+        self._connection().execute("INSERT OR REPLACE INTO answers VALUES (?, ?)", (key, json.dumps(stored)))
 
     def __len__(self) -> int:
         return self._connection().execute("SELECT COUNT(*) FROM answers").fetchone()[0]

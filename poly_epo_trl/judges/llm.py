@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .base import ClusteringJudge
+from .base import ClusteringJudge, Clusters
 from .cache import JudgeCache, cache_key
 from .errors import InvalidAnswer, RequestRejected
 from .prompts import JudgeTemplate, correction, keep_end, known_strategies, merge_part, parse_judgement, split_evenly
@@ -141,10 +141,10 @@ class LMJudge(ClusteringJudge):
         self.stats["completion_tokens"] += reply.completion_tokens
         return reply
 
-    async def acluster(self, prompt: str, completions: list[str]) -> list[int]:
-        """One group's ids: one request, or with ``max_responses_per_request`` set and a larger group, one request
-        per part in turn, each later part told the strategies found so far (``prompts.known_strategies``) and
-        merged into the group's numbering (``prompts.merge_part``)."""
+    async def acluster(self, prompt: str, completions: list[str]) -> Clusters:
+        """One group's ids and the judge's strategy descriptions: one request, or with ``max_responses_per_request``
+        set and a larger group, one request per part in turn, each later part told the strategies found so far
+        (``prompts.known_strategies``) and merged into the group's numbering (``prompts.merge_part``)."""
         cap = self.max_responses_per_request
         split = cap is not None and len(completions) > cap
         cut = () if self.max_response_chars is None else (self.max_response_chars,)  # uncut: the keys stay as before
@@ -152,26 +152,30 @@ class LMJudge(ClusteringJudge):
         key = cache_key(self.template.digest, type(self).__name__, self.model, prompt, completions, *cut, *parts)
         if self.cache is not None and (cached := self.cache.get(key)) is not None:
             self.stats["cache_hits"] += 1
-            return cached
+            ids, strategies = cached
+            return Clusters(ids, strategies or [None] * len(ids))
         if not split:
-            ids, _ = await self._judge(self.template.render(prompt, completions, self.max_response_chars), completions)
+            content = self.template.render(prompt, completions, self.max_response_chars)
+            ids, strategies = await self._judge(content, completions)
         else:
             known: dict[int, str] = {}
-            ids = []
+            ids, strategies = [], []
             for part in split_evenly(len(completions), cap):
                 answers = completions[part.start : part.stop]
                 content = self.template.render(prompt, answers, self.max_response_chars)
                 if known:
                     content += known_strategies(known, self.degenerate_cluster_id)
-                part_ids, strategies = await self._judge(content, answers)
+                part_ids, part_strategies = await self._judge(content, answers)
                 described = [  # a response's words outside its block: one JSON string, its quotes escaped
-                    s or f"like this answer: {json.dumps(_gist(a))}" for s, a in zip(strategies, answers, strict=True)
+                    s or f"like this answer: {json.dumps(_gist(a))}"
+                    for s, a in zip(part_strategies, answers, strict=True)
                 ]
                 ids += merge_part(known, part_ids, described, self.degenerate_cluster_id)
+                strategies += part_strategies
                 self.stats["split_requests"] += 1
         if self.cache is not None:
-            self.cache.put(key, ids)
-        return ids
+            self.cache.put(key, ids, strategies)
+        return Clusters(ids, strategies)
 
     async def _judge(self, content: str, answers: list[str]) -> tuple[list[int], list[str | None]]:
         """Ids and strategies of the answers in one prompt; an invalid reply is re-asked once with the error."""
