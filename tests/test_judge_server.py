@@ -22,6 +22,7 @@ from poly_epo_trl.judges import (
     resolve_judge,
     step_metrics,
 )
+from poly_epo_trl.judges.audit import read_audit
 
 MODEL = "org/judge-1.5b"
 
@@ -304,6 +305,15 @@ def test_training_logs_judge_metrics_from_a_real_server(model_dir, tmp_path):
         assert 0 <= entry["judge/fallback_frac"] <= 1 and entry["judge/latency_p95"] >= entry["judge/latency_p50"] > 0
         assert entry["judge/prompt_tokens"] > 0 and "judge/invalid_answers" in entry and "judge/retries" in entry
     assert sum(entry["judge/invalid_answers"] for entry in logged) > 0
+    # the server's strategy names reach the completions table and the audit trail, one name per cluster
+    extra = trainer._logs["extra"]
+    judged = [(c, s) for c, s, f in zip(extra["cluster"], extra["strategy"], extra["fallback"], strict=True) if not f]
+    assert judged and all(s.startswith("ends with ") for _, s in judged)
+    records = [r for r in read_audit(tmp_path / "out") if r["fallback"] is None]
+    assert records and all(s.startswith("ends with ") for r in records for s in r["strategies"])
+    for record in records:
+        names = dict(zip(record["cluster_ids"], record["strategies"], strict=True))
+        assert len(set(names.values())) == len(names)
 
 
 def test_training_stops_when_the_judge_keeps_failing(model_dir, tmp_path):

@@ -20,6 +20,9 @@ from pathlib import Path
 import pytest
 from safetensors.torch import load_file
 
+from poly_epo_trl import agreement
+from poly_epo_trl.judges.audit import read_audit
+
 ROOT = Path(__file__).resolve().parent.parent
 RECIPE = "recipes/tiny/poly_epo/config_cpu.yaml"
 BASE = ["--max_steps", "40", "--save_strategy", "steps", "--save_steps", "10", "--logging_steps", "1"]
@@ -83,6 +86,15 @@ def stopped_step(output: str) -> int:
     return int(re.search(r"stopped by SIGTERM after step (\d+)", output).group(1))
 
 
+def assert_same_audit(reference: Path, resumed: Path) -> None:
+    """The interrupted and resumed run's audit trail holds every group the uninterrupted run judged, once, judged
+    the same way (only the judge's seconds differ)."""
+    timeless = [[{k: v for k, v in r.items() if k != "seconds"} for r in read_audit(d)] for d in (reference, resumed)]
+    assert len({(r["step"], r["group"]) for r in timeless[0]}) == len(timeless[0]) > 0
+    assert max(r["step"] for r in timeless[0]) >= 39  # the last generation: step 40, or 39 when batches serve 2 steps
+    assert timeless[1] == timeless[0]
+
+
 def max_difference(a: Path, b: Path) -> float:
     left, right = load_file(a), load_file(b)
     assert left.keys() == right.keys()
@@ -113,6 +125,12 @@ def test_kill_9_at_a_random_step_then_the_same_command_ends_with_the_same_weight
     assert again.finish() == 0, again.output()
     assert "resuming from" in again.output()
     assert max_difference(reference[shape] / "model.safetensors", tmp_path / "model.safetensors") <= 1e-6
+    assert_same_audit(reference[shape], tmp_path)
+    # the run's own judge on the groups it trained on agrees with the labels it gave them
+    flags = f"--judged_groups {tmp_path} --judges sum_pair --output_dir {tmp_path / 'agreement'}"
+    report = agreement.run(agreement.parse(flags.split()))
+    (pair,) = report["pairs"]
+    assert pair["judges"] == ["recorded", "sum_pair"] and pair["ari"]["mean"] == 1.0
 
 
 def test_sigterm_between_checkpoints_saves_every_step_done_and_resumes_exactly(reference, tmp_path):
@@ -131,6 +149,7 @@ def test_sigterm_between_checkpoints_saves_every_step_done_and_resumes_exactly(r
     assert again.finish() == 0, again.output()
     assert f"resuming from {tmp_path / f'checkpoint-{stopped}'}" in again.output()
     assert max_difference(reference["plain"] / "model.safetensors", tmp_path / "model.safetensors") <= 1e-6
+    assert_same_audit(reference["plain"], tmp_path)
 
 
 def test_a_second_signal_exits_at_once(tmp_path):

@@ -18,6 +18,7 @@ def test_the_seams_exist_with_the_signatures_we_override():
         "_generate": ["self", "prompts"],
         "_calculate_rewards": ["self", "inputs", "prompts", "completions", "completion_ids_list"],
         "_generate_and_score_completions": ["self", "inputs"],
+        "_log_completion_extra": ["self", "column", "values"],  # called: the judge's columns in the table
     }.items():
         method = getattr(GRPOTrainer, name, None)
         assert method is not None, SEAM_MESSAGE.format(trl.__version__, name)

@@ -37,3 +37,16 @@ def group_diversity_metrics(
         .item(),
         "degenerate_frac": (cluster_ids == degenerate_cluster_id).float().mean().item(),
     }
+
+
+def correct_clusters(
+    rewards: Tensor,
+    cluster_ids: Tensor,
+    correct_reward_threshold: float = 1.0,
+    degenerate_cluster_id: int = DEGENERATE_CLUSTER_ID,
+) -> Tensor:
+    """[G, N] bools: whether each rollout's cluster counts as correct (``distinct_correct_clusters`` counts it): not
+    degenerate, and holding a rollout of its group whose reward is at least the threshold."""
+    correct = rewards >= correct_reward_threshold  # NaN compares False
+    same = cluster_ids.unsqueeze(2) == cluster_ids.unsqueeze(1)  # [G, N, N]
+    return (same & correct.unsqueeze(1)).any(2) & (cluster_ids != degenerate_cluster_id)

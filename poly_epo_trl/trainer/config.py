@@ -111,6 +111,15 @@ class PolyEPOConfig(JudgeSettings, GRPOConfig):
         metadata={"help": "A rollout counts as correct for the diversity metrics when its reward is at least this."},
     )
 
+    judge_audit_fraction: float = field(
+        default=1.0,
+        metadata={
+            "help": "Share of judged groups written to output_dir/judged_groups.jsonl (problem, completions, rewards, "
+            "cluster ids, strategies, judge, fallback and cause, seconds, step; `poly-epo judge-agreement "
+            "--judged_groups` reads it): 1 every group, 0 none; in between, the same groups on every run and resume."
+        },
+    )
+
     diversity_coef: float = field(
         default=0.5,
         metadata={"help": "GRPO+DIV baseline only: lambda in reward + lambda (N / |cluster(y)| - 1) / (N - 1)."},
@@ -217,6 +226,11 @@ class PolyEPOConfig(JudgeSettings, GRPOConfig):
             )
         if self.diversity_coef < 0:
             raise ValueError(f"diversity_coef must be non-negative, got {self.diversity_coef}.")
+        if not 0 <= self.judge_audit_fraction <= 1:
+            raise ValueError(
+                f"judge_audit_fraction={self.judge_audit_fraction}: the share of judged groups to write must be "
+                "within [0, 1] (1 every group, 0 none)."
+            )
         if not self.preemption_grace_seconds >= 0:
             raise ValueError(
                 f"preemption_grace_seconds must be non-negative seconds, got {self.preemption_grace_seconds}."

@@ -28,11 +28,13 @@ from accelerate.utils import gather_object
 from trl.trainer.utils import get_config_model_id
 
 from ..evaluation.diversity import group_diversity_metrics
-from ..judges import ClusteringJudge, JudgeFailing, step_metrics
+from ..judges import ClusteringJudge, JudgeFailing, JudgeResult, step_metrics
+from ..judges.audit import JudgeAudit
 from ..text import judge_input, prompt_text, trajectory_text
 from .config import DEFAULT_JUDGE, PolyEPOConfig
 from .finite_rewards import FiniteRewardsGRPOTrainer, config_argument
 from .preemption import StepAbandoned
+from .verdicts import AuditResume, audit_records, judge_columns
 
 logger = logging.getLogger(__name__)
 ABANDONED = StepAbandoned.__name__  # how a dropped step reads among the failures gathered from every process
@@ -41,7 +43,7 @@ VERDICT_POLL_SECONDS = 0.5  # how often a step waiting for its verdicts checks f
 
 @dataclass
 class SetBatch:
-    """What the set advantages of one generation batch were computed from (all processes, [G, N])."""
+    """What the set advantages of one generation batch were computed from (all processes, [G, N]; texts per row)."""
 
     rewards: torch.Tensor
     cluster_ids: torch.Tensor
@@ -49,7 +51,13 @@ class SetBatch:
     mode: str
     prompts: list[str]
     completions: list[str]  # as judges read them by default (``text.trajectory_text``)
-    fallbacks: list[str | None]
+    inputs: list[Any]  # as judges take them (``text.judge_input``: strings, or an agent's messages)
+    verdicts: list[JudgeResult | None]  # per group; None for groups of one, which are not judged
+
+    @property
+    def fallbacks(self) -> list[str | None]:
+        """Each group's fallback (None where a judge answered)."""
+        return [v.fallback if v is not None else None for v in self.verdicts]
 
 
 @dataclass
@@ -95,6 +103,8 @@ class _JudgedGroupsTrainer(FiniteRewardsGRPOTrainer):
         self._steps_over_fallback_frac = 0
         super().__init__(*args, **kwargs)
         self.last_set_batch: SetBatch | None = None
+        self.audit = JudgeAudit(self.args.output_dir)
+        self.add_callback(AuditResume(self.audit))
 
     def _mode_and_group_size(self) -> tuple[str, int]:
         mode = "train" if self.model.training else "eval"
@@ -131,9 +141,9 @@ class _JudgedGroupsTrainer(FiniteRewardsGRPOTrainer):
             future.set_exception(error)
         return PendingJudge(mode, group_size, all_prompts, all_completions, owned, future)
 
-    def _finish_judging(self, pending: PendingJudge) -> tuple[torch.Tensor, list[str | None]]:
+    def _finish_judging(self, pending: PendingJudge) -> tuple[torch.Tensor, list[JudgeResult]]:
         """Wait for this process's verdicts and share them (a collective): cluster ids [G, N] and each group's
-        fallback (None when judged). A judge that raised on any process raises the same JudgeFailing on every
+        verdict. A judge that raised on any process raises the same JudgeFailing on every
         process, instead of leaving the others waiting in a gather."""
         waiting = time.perf_counter()
         local_error = None
@@ -155,14 +165,14 @@ class _JudgedGroupsTrainer(FiniteRewardsGRPOTrainer):
             raise JudgeFailing(f"{self.judge.where()} failed on process {rank}: {cause}") from local_error
         num_groups = len(pending.completions) // pending.group_size
         rows: list[list[int] | None] = [None] * num_groups
-        fallbacks: list[str | None] = [None] * num_groups
+        verdicts: list[JudgeResult | None] = [None] * num_groups
         for _, _, owned, results in judged:
             for g, result in zip(owned, results, strict=True):
                 rows[g] = list(result.labels) if result.labels is not None else list(range(pending.group_size))
-                fallbacks[g] = result.fallback
+                verdicts[g] = result
         if any(row is None for row in rows):
             raise RuntimeError("Some groups were not judged by any process; the batch layout is not the expected one.")
-        return torch.tensor(rows, dtype=torch.long, device=self.accelerator.device), fallbacks
+        return torch.tensor(rows, dtype=torch.long, device=self.accelerator.device), verdicts
 
     def _await_verdicts(self, future: concurrent.futures.Future) -> list:
         """The judge's verdicts; ``StepAbandoned`` (the judging cancelled) when a preemption signal came while the
@@ -220,13 +230,13 @@ class _JudgedGroupsTrainer(FiniteRewardsGRPOTrainer):
         if group_size > 1:
             if pending is None or pending.mode != mode:  # not started by _generate (called on its own): start now
                 pending = self._start_judging(prompts, completions)
-            cluster_ids, fallbacks = self._finish_judging(pending)
+            cluster_ids, verdicts = self._finish_judging(pending)
             all_prompts, all_completions = pending.prompts, pending.completions
             self._log_judge_stats(mode, pending.waited)
         else:  # groups of one (num_generations_eval=1): nothing to compare, no judge call, advantage 0
             all_prompts, all_completions = self._gather_texts(prompts, completions)
             cluster_ids = torch.zeros((len(all_completions), 1), dtype=torch.long, device=self.accelerator.device)
-            fallbacks = [None] * len(all_completions)
+            verdicts = [None] * len(all_completions)
         # the task columns' weights (GRPO+DIV appends the diversity bonus's weight after them)
         weights = self.reward_weights[: rewards_per_func.shape[1]].to(rewards_per_func.device)
         rewards = (rewards_per_func * weights).nansum(dim=1)
@@ -234,7 +244,18 @@ class _JudgedGroupsTrainer(FiniteRewardsGRPOTrainer):
         rewards = rewards.view(-1, group_size)
         advantages = torch.full_like(rewards, torch.nan)
         texts = [trajectory_text(c) for c in all_completions]
-        return SetBatch(rewards, cluster_ids, advantages, mode, all_prompts, texts, fallbacks)
+        return SetBatch(rewards, cluster_ids, advantages, mode, all_prompts, texts, all_completions, verdicts)
+
+    def _show_verdicts(self, batch: SetBatch, local_rows: int) -> None:
+        """The judge's columns for this process's rows into TRL's completions table (``verdicts.judge_columns``),
+        the batch's judged groups into the audit trail (main process, ``judge_audit_fraction``)."""
+        columns = judge_columns(batch, self.args.correct_reward_threshold, self.args.degenerate_cluster_id)
+        start = self.accelerator.process_index * local_rows
+        for name, values in columns.items():
+            self._log_completion_extra(name, values[start : start + local_rows])
+        if self.accelerator.is_main_process and self.args.judge_audit_fraction > 0:
+            step = self.state.global_step + (batch.mode == "train")
+            self.audit.append(audit_records(batch, step, self.args.judge_audit_fraction))
 
     def _log_diversity(self, batch: SetBatch) -> None:
         metrics = group_diversity_metrics(

@@ -69,6 +69,7 @@ class PolyEPOTrainer(_JudgedGroupsTrainer):
         self.last_set_batch = batch
         self._pending_advantages = advantages.flatten()
         self._log_diversity(batch)
+        self._show_verdicts(batch, len(prompts))
         metrics = self._metrics[batch.mode]
         metrics["poly_epo/set_score"].append(torch.nanmean(set_values).item())
         metrics["poly_epo/advantage_abs_mean"].append(advantages.abs().mean().item())
@@ -135,6 +136,7 @@ class GRPODivTrainer(_JudgedGroupsTrainer):
         scored = ~torch.isnan(task_rewards).all(dim=1)
         rewards_per_func[:, -1] = torch.where(scored, bonus.to(rewards_per_func.dtype), torch.nan)
         self._log_diversity(batch)
+        self._show_verdicts(batch, len(prompts))
         self.last_set_batch = batch
         return rewards_per_func
 
