@@ -5,10 +5,12 @@
     poly-epo judge-agreement --config recipes/Qwen3-4B-Base/eval/config_math500.yaml --max_problems 64 \\
         --judges answer embedding openai --judge_base_url http://127.0.0.1:8001/v1
 
-Groups are a ``poly-epo eval`` checkpoint folder's samples (``--samples``) on the recipe's rows, or are drawn from
-the recipe's first checkpoint. Every judge clusters every group; for each pair of judges the mean adjusted Rand index
-over groups and the share of completions both call degenerate or both not, each with a bootstrap interval over
-groups; for each judge its seconds and tokens per group. Writes agreement.json and agreement.png to output_dir.
+Groups are a ``poly-epo eval`` checkpoint folder's samples (``--samples``) on the recipe's rows, a training run's
+audit trail (``--judged_groups``: the groups it trained on, with the labels its judge gave them as one more
+labeling, ``recorded``), or are drawn from the recipe's first checkpoint. Every judge clusters every group; for each
+pair of judges the mean adjusted Rand index over groups and the share of completions both call degenerate or both
+not, each with a bootstrap interval over groups; for each judge its seconds and tokens per group. Writes
+agreement.json and agreement.png to output_dir.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from .evaluation.metrics import adjusted_rand_index
 from .evaluation.report import bootstrap_mean, format_interval
 from .evaluation.runner import sample_missing
 from .evaluation.store import SampleStore, read_records
+from .judges.audit import read_audit
 from .models import resolve_model
 from .tasks import load_rows
 from .text import prompt_text
@@ -56,12 +59,25 @@ class AgreementArguments(EvalArguments):
             "recipe's rows; unset: sample the first model_name_or_path now (into output_dir/<label>)."
         },
     )
+    judged_groups: str | None = field(
+        default=None,
+        metadata={
+            "help": "A training run's audit trail (its output_dir, or the judged_groups.jsonl there): its groups, and "
+            "the labels the run's judge gave them as the labeling `recorded` (groups that fell back have none); "
+            "then one judge is enough. A person's labels: a copy of the file with its cluster_ids edited."
+        },
+    )
     output_dir: str = field(default="outputs/judge_agreement", metadata={"help": "agreement.json, agreement.png."})
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if len(self.judges) < 2 or len(set(self.judges)) != len(self.judges):
-            raise RecipeError(f"judges={self.judges}: name two or more different judge specs to compare.")
+        least = 1 if self.judged_groups else 2
+        if len(self.judges) < least or len(set(self.judges)) != len(self.judges):
+            also = " (or give --judged_groups, whose recorded labels are one)" if least == 2 else ""
+            count = "one" if least == 1 else "two"
+            raise RecipeError(f"judges={self.judges}: name {count} or more different judge specs to compare{also}.")
+        if self.samples and self.judged_groups:
+            raise RecipeError("samples and judged_groups both set: the groups come from one of them.")
 
 
 def load_groups(args: AgreementArguments) -> list[tuple[str, list[str]]]:
@@ -88,6 +104,34 @@ def load_groups(args: AgreementArguments) -> list[tuple[str, list[str]]]:
     return [(prompt_text(rows[i]["prompt"]), texts[i][: args.judge_samples]) for i in order]
 
 
+def load_judged_groups(path: str) -> tuple[list[tuple[str, list]], dict[str, Any]]:
+    """A run's audit trail as groups, and its labels as the labeling ``recorded`` (None where the group fell
+    back)."""
+    try:
+        records = read_audit(path)
+    except (OSError, ValueError) as error:
+        raise RecipeError(f"judged_groups={path!r}: {error}") from None
+    if not records:
+        raise RecipeError(f"judged_groups={path!r}: no judged groups there (judge_audit_fraction 0, or no step ran).")
+    groups = [(r["problem"], r["completions"]) for r in records]
+    labels = [r["cluster_ids"] if r["fallback"] is None else None for r in records]
+    return groups, labeling(labels, sum(r["seconds"] for r in records), 0, len(groups))
+
+
+def labeling(labels: list[list[int] | None], seconds: float, tokens: float, groups: int) -> dict[str, Any]:
+    """One labeling's entry in the report: its labels, failures, cost per group, clusters and degenerate share."""
+    judged = [x for x in labels if x is not None]
+    flat = [c for x in judged for c in x]
+    return {
+        "labels": labels,
+        "failed_groups": len(labels) - len(judged),
+        "seconds_per_group": seconds / groups,
+        "tokens_per_group": tokens / groups,
+        "clusters_per_group": float(np.mean([len(set(x) - {DEGENERATE_CLUSTER_ID}) for x in judged or [[]]])),
+        "degenerate_frac": flat.count(DEGENERATE_CLUSTER_ID) / len(flat) if flat else 0.0,
+    }
+
+
 def judge_all(args: AgreementArguments, groups: list[tuple[str, list[str]]]) -> dict[str, dict[str, Any]]:
     """Each judge's labels per group (None where it failed: no fallback here) and its cost."""
     out = {}
@@ -101,16 +145,7 @@ def judge_all(args: AgreementArguments, groups: list[tuple[str, list[str]]]) -> 
         seconds = time.perf_counter() - start
         stats = judge.pop_stats()
         tokens = stats.get("prompt_tokens", 0) + stats.get("completion_tokens", 0)
-        judged = [x for x in labels if x is not None]
-        flat = [c for x in judged for c in x]
-        out[spec] = {
-            "labels": labels,
-            "failed_groups": len(labels) - len(judged),
-            "seconds_per_group": seconds / len(groups),
-            "tokens_per_group": tokens / len(groups),
-            "clusters_per_group": float(np.mean([len(set(x) - {DEGENERATE_CLUSTER_ID}) for x in judged or [[]]])),
-            "degenerate_frac": flat.count(DEGENERATE_CLUSTER_ID) / len(flat) if flat else 0.0,
-        }
+        out[spec] = labeling(labels, seconds, tokens, len(groups))
         logger.info("%s: %d groups in %.1fs, %d failed", spec, len(groups), seconds, out[spec]["failed_groups"])
     return out
 
@@ -158,8 +193,12 @@ def figure(names: list[str], pairs: list[dict], path: Path) -> None:
 
 
 def run(args: AgreementArguments) -> dict[str, Any]:
-    groups = load_groups(args)
-    judged = judge_all(args, groups)
+    recorded = {}
+    if args.judged_groups:
+        groups, recorded["recorded"] = load_judged_groups(args.judged_groups)
+    else:
+        groups = load_groups(args)
+    judged = {**recorded, **judge_all(args, groups)}
     pairs = pairwise(judged, args.bootstrap, args.confidence, args.seed)
     out = Path(args.output_dir)
     out.mkdir(parents=True, exist_ok=True)
