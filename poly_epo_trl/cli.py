@@ -11,6 +11,7 @@ COMMANDS = {
     "demo": ("poly_epo_trl.demo.run", "the CPU demo: GRPO vs GRPO+DIV vs Poly-EPO on a toy task"),
     "agent-demo": ("poly_epo_trl.demo.agent", "the CPU agent example: GRPO vs Poly-EPO on a tool-calling agent"),
     "judge-agreement": ("poly_epo_trl.agreement", "how alike judges cluster the same groups, and what each costs"),
+    "plot": ("poly_epo_trl.plot", "a training run's curves as a PNG, from its own log history"),
 }
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from pathlib import Path
 from typing import Any, NoReturn
 
 import torch
@@ -32,6 +33,7 @@ from .assembly import (
 )
 from .checks import RecipeError, parse_recipe, recipe_value
 from .data import save_training_problems
+from .evaluation.curves import plot_runs
 from .judges import JudgeFailing
 from .models import resolve_model
 from .tasks import task_defaults
@@ -123,7 +125,20 @@ def run(
     trainer = make_trainer(script_args, training_args, model_args, parts, print_logs)
     trainer.train(resume_from_checkpoint=checkpoint)
     save_final_model(trainer, training_args.output_dir)
+    save_curves(trainer, training_args.output_dir)
     return trainer
+
+
+def save_curves(trainer: Any, output_dir: str) -> Path | None:
+    """The run's log history (``trainer_state.json``) and its curves (``training_curves.png``, as ``poly-epo
+    plot`` draws them) in ``output_dir``, by the main process; None elsewhere or when nothing was logged."""
+    trainer.save_state()
+    if not trainer.accelerator.is_main_process:
+        return None
+    try:
+        return plot_runs([Path(output_dir)], Path(output_dir) / "training_curves.png")
+    except ValueError:  # nothing logged (logging_steps past max_steps)
+        return None
 
 
 def make_trainer(

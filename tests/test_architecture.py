@@ -26,6 +26,7 @@ FLOORS = {
     "assembly": 5,
     "train": 6,
     "eval": 6,
+    "plot": 6,
     "demo": 7,
     "agreement": 7,
     "cli": 7,

@@ -1,0 +1,102 @@
+"""Training curves from a run's own log history (``trainer_state.json``), as one figure: no dashboard needed.
+
+Panels (those the runs logged): reward, distinct and distinct-correct clusters per group, set score, the judge's
+fallback fraction, and held-out pass@k over steps (the in-training evaluation's ``eval/pass@k``): a line per k for
+one run, a panel per k to compare runs. Several runs of one method (seeds) are drawn thin with their mean thick, as
+the demo's figures are (``plots.draw_training``); rates are drawn on [0, 1]."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from matplotlib.figure import Figure
+
+from .plots import draw_training
+
+STATE = "trainer_state.json"
+PANELS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("reward", ("reward",)),
+    ("distinct clusters per group", ("poly_epo/distinct_clusters", "poly_epo/distinct_correct_clusters")),
+    ("set score", ("poly_epo/set_score",)),
+    ("judge fallback fraction", ("judge/fallback_frac",)),
+)
+PASS_AT_K = re.compile(r"^eval/pass@(\d+)$")
+Curve = list[tuple[int, float]]
+
+
+def log_history(run_dir: str | Path) -> list[dict[str, Any]]:
+    """A run's log history: its final ``trainer_state.json``, else its newest checkpoint's (a run still going, or
+    stopped). FileNotFoundError names what was looked for."""
+    run_dir = Path(run_dir)
+    checkpoints = sorted(run_dir.glob(f"checkpoint-*/{STATE}"), key=lambda p: int(p.parent.name.split("-")[-1]))
+    candidates = [run_dir / STATE, *reversed(checkpoints)]
+    for path in candidates:
+        if path.exists():
+            return json.loads(path.read_text())["log_history"]
+    raise FileNotFoundError(f"{run_dir}: no {STATE} there or in a checkpoint-*/ folder (is it a training output_dir?)")
+
+
+def curve(history: list[dict[str, Any]], key: str) -> Curve:
+    """(step, value) of every log that has ``key``; the last value of a step where it was logged twice."""
+    points = {log["step"]: float(log[key]) for log in history if isinstance(log.get(key), (int, float))}
+    return sorted(points.items())
+
+
+RATES = ("judge/fallback_frac", "eval/pass@")  # keys (or their starts) of rates, drawn on [0, 1]
+
+
+def panels_of(histories: list[list[dict[str, Any]]], one_run: bool = True) -> list[tuple[str, list[str]]]:
+    """The panels with data in any of the histories: (title, keys). Held-out pass@k is one panel with a line per k
+    for ``one_run``, else one panel per k."""
+    keys = {key for history in histories for log in history for key in log}
+    out = [(title, [k for k in wanted if k in keys]) for title, wanted in PANELS]
+    ks = sorted(int(m.group(1)) for key in keys if (m := PASS_AT_K.match(key)))
+    if one_run:
+        out.append(("held-out pass@k", [f"eval/pass@{k}" for k in ks]))
+    else:
+        out += [(f"held-out pass@{k}", [f"eval/pass@{k}"]) for k in ks]
+    return [(title, names) for title, names in out if names]
+
+
+def curves_figure(runs: dict[str, list[list[dict[str, Any]]]], columns: int = 3) -> Figure:
+    """One panel per metric; in each, every run name's histories (one per seed) over training steps."""
+    histories = [h for group in runs.values() for h in group]
+    panels = panels_of(histories, one_run=len(runs) == 1)
+    if not panels:
+        raise ValueError("none of the runs logged a metric to plot (reward, poly_epo/*, judge/*, eval/pass@k)")
+    rows = -(-len(panels) // columns)
+    fig = Figure(figsize=(5.2 * min(columns, len(panels)), 3.9 * rows))
+    for i, (title, keys) in enumerate(panels):
+        ax = fig.add_subplot(rows, min(columns, len(panels)), i + 1)
+        lines: dict[str, list[Curve]] = {}
+        for name, group in runs.items():
+            for key in keys:
+                label = name if len(keys) == 1 else f"{name}: {key.split('/')[-1].replace('_', ' ')}"
+                label = label.replace(f"{name}: ", "") if len(runs) == 1 and len(keys) > 1 else label
+                found = [c for c in (curve(h, key) for h in group) if c]
+                if found:
+                    lines[label] = found
+        draw_training(ax, lines, title)
+        ax.set_title(title, fontsize=9)
+        if all(key.startswith(RATES) for key in keys):
+            ax.set_ylim(-0.02, 1.02)
+    fig.tight_layout()
+    return fig
+
+
+def run_name(run_dir: Path) -> str:
+    """A run's name on the figure: its folder's name without a ``-seed<k>`` suffix, so a method's seeds group."""
+    return re.sub(r"-seed\d+$", "", run_dir.resolve().name)
+
+
+def plot_runs(run_dirs: list[Path], out: Path) -> Path:
+    """``curves_figure`` of the runs (grouped by ``run_name``) written to ``out``."""
+    runs: dict[str, list[list[dict[str, Any]]]] = {}
+    for run_dir in run_dirs:
+        runs.setdefault(run_name(run_dir), []).append(log_history(run_dir))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    curves_figure(runs).savefig(out, dpi=110)
+    return out
