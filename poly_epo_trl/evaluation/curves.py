@@ -23,6 +23,7 @@ PANELS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("set score", ("poly_epo/set_score",)),
     ("judge fallback fraction", ("judge/fallback_frac",)),
 )
+LINESTYLES = ("-", "--", ":", "-.")
 PASS_AT_K = re.compile(r"^eval/pass@(\d+)$")
 Curve = list[tuple[int, float]]
 
@@ -62,24 +63,30 @@ def panels_of(histories: list[list[dict[str, Any]]], one_run: bool = True) -> li
 
 
 def curves_figure(runs: dict[str, list[list[dict[str, Any]]]], columns: int = 3) -> Figure:
-    """One panel per metric; in each, every run name's histories (one per seed) over training steps."""
+    """One panel per metric; in each, every run name's histories (one per seed) over training steps. A run keeps its
+    color in every panel; in a panel of several metrics (distinct and distinct-correct clusters, pass@k per k) each
+    metric has its own line style, or for a single run its own color."""
     histories = [h for group in runs.values() for h in group]
     panels = panels_of(histories, one_run=len(runs) == 1)
     if not panels:
         raise ValueError("none of the runs logged a metric to plot (reward, poly_epo/*, judge/*, eval/pass@k)")
+    run_colors = {name: f"C{i}" for i, name in enumerate(runs)}
     rows = -(-len(panels) // columns)
     fig = Figure(figsize=(5.2 * min(columns, len(panels)), 3.9 * rows))
     for i, (title, keys) in enumerate(panels):
         ax = fig.add_subplot(rows, min(columns, len(panels)), i + 1)
         lines: dict[str, list[Curve]] = {}
+        colors, styles = {}, {}
         for name, group in runs.items():
-            for key in keys:
-                label = name if len(keys) == 1 else f"{name}: {key.split('/')[-1].replace('_', ' ')}"
-                label = label.replace(f"{name}: ", "") if len(runs) == 1 and len(keys) > 1 else label
+            for j, key in enumerate(keys):
+                metric = key.split("/")[-1].replace("_", " ")
+                label = name if len(keys) == 1 else (metric if len(runs) == 1 else f"{name}: {metric}")
                 found = [c for c in (curve(h, key) for h in group) if c]
                 if found:
                     lines[label] = found
-        draw_training(ax, lines, title)
+                    colors[label] = f"C{j}" if len(runs) == 1 else run_colors[name]
+                    styles[label] = "-" if len(runs) == 1 else LINESTYLES[j % len(LINESTYLES)]
+        draw_training(ax, lines, title, colors, styles)
         ax.set_title(title, fontsize=9)
         if all(key.startswith(RATES) for key in keys):
             ax.set_ylim(-0.02, 1.02)

@@ -12,21 +12,25 @@ BOOTSTRAP = "95% bootstrap over problems"
 
 
 def draw_training(
-    ax: Any, runs: dict[str, list[list[tuple[int, float]]]], ylabel: str, colors: dict[str, str] | None = None
+    ax: Any,
+    runs: dict[str, list[list[tuple[int, float]]]],
+    ylabel: str,
+    colors: dict[str, str] | None = None,
+    linestyles: dict[str, str] | None = None,
 ) -> None:
     """A metric over training steps: each name's runs (one per seed, the (step, value) points of its log
     history) as thin lines and their mean as a thick one."""
     for i, (name, curves) in enumerate(runs.items()):
-        color = (colors or {}).get(name, f"C{i}")
+        style = {"color": (colors or {}).get(name, f"C{i}"), "linestyle": (linestyles or {}).get(name, "-")}
         if len(curves) == 1:  # one seed: its curve is the mean
-            ax.plot(*zip(*curves[0], strict=True), color=color, linewidth=2.2, label=f"{name} (1 seed)")
+            ax.plot(*zip(*curves[0], strict=True), linewidth=2.2, label=f"{name} (1 seed)", **style)
             continue
         for curve in curves:
-            ax.plot(*zip(*curve, strict=True), color=color, alpha=0.35, linewidth=1)
+            ax.plot(*zip(*curve, strict=True), alpha=0.35, linewidth=1, **style)
         points = [dict(curve) for curve in curves]
         steps = sorted(set.intersection(*(set(p) for p in points)))
         mean = [sum(p[step] for p in points) / len(points) for step in steps]
-        ax.plot(steps, mean, color=color, linewidth=2.2, label=f"{name} (mean of {len(curves)} seeds, thin: each)")
+        ax.plot(steps, mean, linewidth=2.2, label=f"{name} (mean of {len(curves)} seeds, thin: each)", **style)
     ax.set_xlabel("training step")
     ax.set_ylabel(ylabel)
     ax.set_title(f"{ylabel} on held-out problems", fontsize=9)
