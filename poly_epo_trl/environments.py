@@ -216,6 +216,19 @@ def agent_parts(
     return parts, list(dict.fromkeys([*listed, *columns]))
 
 
+def agent_tools(parts: Mapping[str, Any]) -> list[Callable[..., Any]]:
+    """What an agent of ``agent_parts`` can call, as TRL offers it: the ``tools``, then each environment's tool
+    methods (of one probe instance per environment), each name once."""
+    tools = list(parts.get("tools") or [])
+    factories = parts.get("environment_factory")
+    for factory in factories.values() if isinstance(factories, dict) else [factories] if factories else []:
+        instance = factory()
+        for name, _ in inspect.getmembers(type(instance), predicate=inspect.isfunction):
+            if is_tool_method(name) and name not in {getattr(t, "__name__", None) for t in tools}:
+                tools.append(getattr(instance, name))
+    return tools
+
+
 def check_tool_template(tokenizer: Any) -> None:
     """RecipeError when the model's chat template cannot render a tool-calling conversation (TRL's test)."""
     from trl.chat_template_utils import supports_tool_calling

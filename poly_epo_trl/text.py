@@ -82,18 +82,24 @@ _GREEK = {
 
 
 TOOL_RESULT_CHARS = 800  # default budget of a tool result in a judge's view of a trajectory
+NO_RESULT = "[NO RESULT: none came back to the agent]"  # after a call no tool result answered
+FINAL_ANSWER = "(final answer, no tool call)"  # first line of the agent's last turn when it calls nothing
+NO_CALL = "(no tool call)"  # the plan view of an answer that calls nothing
 
 
-def trajectory_text(completion: Any, tool_result_chars: int | None = TOOL_RESULT_CHARS) -> str:
+def trajectory_text(completion: Any, tool_result_chars: int | None = TOOL_RESULT_CHARS, agent: bool = False) -> str:
     """A judge's view of an agent's trajectory: each turn on its own, between ``<<turn k ROLE TAG>>`` and
     ``<<end turn k TAG>>`` lines, where ``TAG`` (hashed from the whole trajectory, in none of its texts) is what no
-    message can forge; tool calls as ``name(arguments)``; tool results marked as the environment's and cut to their
-    last ``tool_result_chars`` characters (None: whole). A string, or a single assistant message without tool calls,
-    is returned as ``message_text`` returns it: a plain completion looks to the judge as it always did."""
-    if not is_trajectory(completion):
+    message can forge; tool calls as ``name(arguments)``, a call no result answered marked ``NO_RESULT``; the
+    agent's last turn without a call marked as its final answer; tool results marked as the environment's and cut to
+    their last ``tool_result_chars`` characters (None: whole). A string, or a single assistant message without tool
+    calls, is returned as ``message_text`` returns it (a plain completion looks to the judge as it always did),
+    unless ``agent``: in a group of trajectories a lone message is a turn too, the agent's final answer without a
+    call."""
+    if not is_trajectory(completion) and not (agent and isinstance(completion, list)):
         return message_text(completion)
     messages = [m for m in completion if isinstance(m, dict)]
-    turns = [_turn(message, tool_result_chars) for message in messages]
+    turns = _turns(messages, tool_result_chars)
     tag = _tag([text for _, text in turns])
     return "\n".join(
         f"<<turn {k} {role} {tag}>>\n{text}\n<<end turn {k} {tag}>>" for k, (role, text) in enumerate(turns, 1)
@@ -118,13 +124,39 @@ def final_text(completion: Any) -> str:
     return _content_text(said[-1].get("content")).strip() if said else ""
 
 
-def plan_text(completion: Any) -> str:
-    """The agent's plan: its tool calls in order, one ``name(arguments)`` a line, then its final answer (a plain
-    completion's whole text). Tool results are left out: they are the environment's, not the agent's choice."""
+def plan_text(completion: Any, agent: bool = False) -> str:
+    """The agent's plan: its tool calls in order, one ``name(arguments)`` a line (a call no result answered marked
+    ``NO_RESULT``), then its final answer (a plain completion's whole text; with ``agent``, a lone message is an
+    answer without a call). Tool results are left out: they are the environment's, not the agent's choice."""
     if not is_trajectory(completion):
-        return message_text(completion)
-    calls = [_call_text(c) for m in completion if isinstance(m, dict) for c in m.get("tool_calls") or []]
+        text = message_text(completion)
+        return f"{NO_CALL}\n{text}".strip() if agent and isinstance(completion, list) else text
+    messages = [m for m in completion if isinstance(m, dict)]
+    executed = answered_calls(messages)
+    calls = [
+        _call_text(c) + ("" if ran else f" {NO_RESULT}")
+        for m, flags in zip(messages, executed, strict=True)
+        for c, ran in zip(m.get("tool_calls") or [], flags, strict=True)
+    ]
     return "\n".join([*calls, final_text(completion)]).strip()
+
+
+def answered_calls(messages: list[dict]) -> list[list[bool]]:
+    """Per message, per tool call: whether a tool result answered it. TRL's tool messages name their tool but carry
+    no call id: each result answers the first open call of the last assistant turn with its name (else the first
+    open one). A call left open got no result the agent saw: TRL takes back a result that would pass
+    ``max_completion_length`` (the call has run: the environment may have changed), or the episode ended first."""
+    executed = [[False] * len(m.get("tool_calls") or []) for m in messages]
+    open_calls: list[tuple[int, int, str | None]] = []
+    for i, message in enumerate(messages):
+        role = message.get("role", "assistant")
+        if role == "assistant":
+            open_calls = [(i, j, _call_name(c)) for j, c in enumerate(message.get("tool_calls") or [])]
+        elif role == "tool" and open_calls:
+            same = [k for k, (_, _, name) in enumerate(open_calls) if name == message.get("name")]
+            m, j, _ = open_calls.pop(same[0] if same else 0)
+            executed[m][j] = True
+    return executed
 
 
 def judge_input(completion: Any) -> Any:
@@ -159,20 +191,35 @@ def trajectory_turns(text: str) -> list[tuple[str, str]]:
     return [(role, body) for _, role, body in turn.findall(text)]
 
 
-def _turn(message: dict, tool_result_chars: int | None) -> tuple[str, str]:
-    """One message as (role, text): an assistant's words then its tool calls; a tool's result, cut and named."""
-    role = str(message.get("role", "assistant"))
-    content = message.get("content")
-    text = _content_text(content)
-    if role == "tool":
-        name = message.get("name") or "tool"
-        if tool_result_chars is not None and len(text) > tool_result_chars:
-            text = f"[... {len(text) - tool_result_chars} characters cut ...]\n{text[len(text) - tool_result_chars :]}"
-        return "tool_result", f"(result of {name}, from the environment)\n{text}"
-    calls = [_call_text(call) for call in message.get("tool_calls") or []]
-    parts = [text.strip()] if text.strip() else []
-    parts += [f"calls {call}" for call in calls]
-    return ("assistant" if role == "assistant" else re.sub(r"[^a-z_]", "_", role.lower()) or "other"), "\n".join(parts)
+def _turns(messages: list[dict], tool_result_chars: int | None) -> list[tuple[str, str]]:
+    """Each message as (role, text): an assistant's words then its tool calls (``NO_RESULT`` where no result
+    answered one); its last turn without a call starts with ``FINAL_ANSWER``; a tool's result, cut and named."""
+    executed = answered_calls(messages)
+    last_said = max((i for i, m in enumerate(messages) if m.get("role", "assistant") == "assistant"), default=-1)
+    turns = []
+    for i, (message, flags) in enumerate(zip(messages, executed, strict=True)):
+        role = str(message.get("role", "assistant"))
+        text = _content_text(message.get("content"))
+        if role == "tool":
+            turns.append(("tool_result", _tool_result(message.get("name") or "tool", text, tool_result_chars)))
+            continue
+        calls = message.get("tool_calls") or []
+        parts = [FINAL_ANSWER] if role == "assistant" and i == last_said and not calls else []
+        parts += [text.strip()] if text.strip() else []
+        parts += [
+            f"calls {_call_text(call)}" + ("" if ran else f" {NO_RESULT}")
+            for call, ran in zip(calls, flags, strict=True)
+        ]
+        kind = "assistant" if role == "assistant" else re.sub(r"[^a-z_]", "_", role.lower()) or "other"
+        turns.append((kind, "\n".join(parts)))
+    return turns
+
+
+def _tool_result(name: str, text: str, chars: int | None) -> str:
+    """A tool's result as the judge sees it: named, marked as the environment's, cut to its last ``chars``."""
+    if chars is not None and len(text) > chars:
+        text = f"[... {len(text) - chars} characters cut ...]\n{text[len(text) - chars :]}"
+    return f"(result of {name}, from the environment)\n{text}"
 
 
 def _content_text(content: Any) -> str:
@@ -188,6 +235,11 @@ def _content_text(content: Any) -> str:
                 pieces.append(f"[{_kind(block)}]")
         return " ".join(pieces)
     return str(content)
+
+
+def _call_name(call: Any) -> str | None:
+    function = call.get("function", call) if isinstance(call, dict) else None
+    return function.get("name") if isinstance(function, dict) else None
 
 
 def _call_text(call: Any) -> str:

@@ -26,7 +26,7 @@ from poly_epo_trl.evaluation.scoring import Scorer
 from poly_epo_trl.tasks.goldbach_agent import GoldbachEnvironment, plan_judge, submitted_pair, warm_start_model
 from poly_epo_trl.tasks.goldbach_agent import rows as goldbach_rows
 from poly_epo_trl.tasks.prime_pair import is_prime
-from poly_epo_trl.text import final_text, judge_input, plan_text
+from poly_epo_trl.text import NO_RESULT, final_text, judge_input, plan_text
 
 os.environ["TRL_EXPERIMENTAL_SILENCE"] = "1"
 PROMPT = [{"role": "user", "content": "Make the counter reach 4."}]
@@ -111,7 +111,7 @@ def test_held_out_episodes_are_the_trajectories_training_plays(iterations, budge
     # the rewards are the environment's: exactly the episodes whose counter reached 4
     scores = Scorer([]).rewards([{"prompt": PROMPT, "target": 4}], [episodes], [environments])[0]
     # with 60 tokens, a call whose result is taken back has still run (as in TRL's loop): add 4 reached 4
-    reached = REACHED | ({'add({"n": 4})'} if budget == 60 else set())
+    reached = REACHED | ({f'add({{"n": 4}}) {NO_RESULT}'} if budget == 60 else set())
     assert scores == [float(plan_text(e) in reached) for e in episodes]
 
 
@@ -246,3 +246,14 @@ def test_poly_epo_eval_refuses_what_an_agent_cannot_be_evaluated_with(keys, mess
         eval_main(["--config", AGENT_EVAL, "--output_dir", str(tmp_path), *keys])
     assert stopped.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def test_an_agent_evaluations_judge_is_told_the_tools_as_trainings_is(tmp_path):
+    from poly_epo_trl.assembly import assemble_evaluation
+    from poly_epo_trl.eval import parse
+
+    parts = assemble_evaluation(parse(["--config", AGENT_EVAL, "--output_dir", str(tmp_path), "--max_problems", "2"]))
+    assert parts.scorer.judge.tools == (
+        "- submit(p: integer, q: integer): Submit two numbers whose sum is S. (p: The first number; q: The second "
+        "number)"
+    )

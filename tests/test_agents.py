@@ -362,7 +362,15 @@ def test_the_judge_reads_each_trajectory_turn_by_turn_with_roles_calls_and_resul
         {"calls double({})", 'calls add({"n": 4})'},
     )
     assert re.fullmatch(r"\(result of (add|double), from the environment\)\n\d+", turns[1][1])
-    assert turns[-1] == ("assistant", "It is 4.")
+    assert turns[-1] == ("assistant", "(final answer, no tool call)\nIt is 4.")
+    # the judge is told what the agent could call, as the policy's chat template is
+    assert judge.tools.splitlines() == [
+        "- add(n: integer): Add n to the counter. (n: The number to add)",
+        "- double(): Double the counter.",
+    ]
+    assert "Tools the agent could call:\n- add(n: integer)" in JudgeTemplate.load("agent").render(
+        problem, texts, tools=judge.tools
+    )
     # and the agent judge's prompt holds each trajectory whole, in its own block
     prompt = JudgeTemplate.load("agent").render(problem, texts)
     assert response_blocks(prompt) == [t.strip() for t in texts]

@@ -22,11 +22,12 @@ from ..data import (
     problem_fingerprints,
     refuse_training_rows,
 )
-from ..environments import AgentArguments, agent_parts, check_tool_template
+from ..environments import AgentArguments, agent_parts, agent_tools, check_tool_template
 from ..evaluation.episodes import Agent, EpisodeSampler
 from ..evaluation.sampling import BACKENDS, SamplingSettings, TransformersSampler, VLLMSampler, choose_backend
 from ..evaluation.scoring import VOTE_MODES, Scorer
 from ..judges import JudgeSettings
+from ..judges.prompts import describe_tools
 from ..models import resolve_model
 from ..tasks import load_rows
 from ..trainer import FiniteRewardsGRPOTrainer, PolyEPOConfig
@@ -231,6 +232,8 @@ def assemble_evaluation(args: EvalArguments) -> EvaluationParts:
     table = load_rows(args, args.dataset_split)
     check_held_out(args, table, checkpoints)
     agent, keep = agent_parts(args, args.chat_format, table, rewards)
+    if judge is not None and agent:  # the judge's task names what the agent could call, as in training
+        judge.tell_tools(describe_tools(agent_tools(agent)))
     rows = list(format_dataset(table, args, args.max_problems, keep=keep))
     if not rows:
         raise RecipeError("The dataset is empty after formatting.")

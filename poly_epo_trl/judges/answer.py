@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from ..text import final_text, last_boxed, normalize_answer
 from .base import ClusteringJudge, Clusters
@@ -30,7 +31,10 @@ class AnswerJudge(ClusteringJudge):
     final answer (``text.final_text``: the last assistant message's words)."""
 
     name = "answer"
-    view = staticmethod(final_text)
+
+    @staticmethod
+    def view(completion: Any, agent: bool = False) -> str:
+        return final_text(completion)
 
     def __init__(self, mode: str = "auto", **kwargs) -> None:
         if mode not in ANSWER_MODES:

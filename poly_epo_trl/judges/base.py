@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..constants import DEGENERATE_CLUSTER_ID
-from ..text import TOOL_RESULT_CHARS, trajectory_text
+from ..text import TOOL_RESULT_CHARS, is_trajectory, trajectory_text
 from .errors import CircuitOpen, JudgeError, ServiceError
 from .loop import JudgeLoop
 from .resilience import OutageWait, RateLimitedWarning
@@ -92,6 +92,7 @@ class ClusteringJudge:
     """
 
     max_outage_seconds: float = 0.0
+    tools: str | None = None  # what an agent could call (``prompts.describe_tools``), for prompts that show it
 
     name = "judge"
 
@@ -122,13 +123,18 @@ class ClusteringJudge:
         """One group's ids, or its ids with their strategies' descriptions (``Clusters``)."""
         raise NotImplementedError
 
-    def view(self, completion: Any) -> Any:
+    def view(self, completion: Any, agent: bool = False) -> Any:
         """What this judge reads of one completion: ``text.trajectory_text`` with tool results cut to their last
-        ``tool_result_chars`` characters (a plain completion unchanged)."""
-        return trajectory_text(completion, self.tool_result_chars)
+        ``tool_result_chars`` characters (a plain completion unchanged; with ``agent``, a lone message is an answer
+        without a tool call)."""
+        return trajectory_text(completion, self.tool_result_chars, agent)
 
     def views(self, completions: Sequence[Any]) -> list[Any]:
-        """What this judge reads of each completion (``view``)."""
+        """What this judge reads of each completion (``view``). In a group where any completion is a trajectory, each
+        is viewed as an agent's (``agent=True``): a completion that called no tool reads as an answer without a
+        call, not as a blob beside the others' turns."""
+        if any(is_trajectory(c) for c in completions):
+            return [self.view(completion, agent=True) for completion in completions]
         return [self.view(completion) for completion in completions]
 
     async def ajudge(self, prompt: str, completions: list[str]) -> JudgeResult:
@@ -174,6 +180,13 @@ class ClusteringJudge:
         )
         labels = list(range(len(completions))) if self.fallback == "distinct" else None
         return JudgeResult(labels, self.name, self.fallback, self.last_failure, seconds=time.perf_counter() - start)
+
+    def tell_tools(self, tools: str | None) -> None:
+        """What the agent could call (``prompts.describe_tools``), for judges whose prompt shows it (the ``agent``
+        template's ``$tools``); the judges of the chain are told too."""
+        self.tools = tools
+        for judge in self.chain:
+            judge.tell_tools(tools)
 
     def probe(self, budget: float) -> None:
         """Judge one probe group with this judge alone: no chain, no fallback, no waiting out an outage, and its

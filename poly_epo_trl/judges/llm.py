@@ -149,20 +149,23 @@ class LMJudge(ClusteringJudge):
         split = cap is not None and len(completions) > cap
         cut = () if self.max_response_chars is None else (self.max_response_chars,)  # uncut: the keys stay as before
         parts = (cap,) if split else ()
-        key = cache_key(self.template.digest, type(self).__name__, self.model, prompt, completions, *cut, *parts)
+        told = () if self.tools is None else (self.tools,)  # untold: the keys stay as before
+        key = cache_key(
+            self.template.digest, type(self).__name__, self.model, prompt, completions, *cut, *parts, *told
+        )
         if self.cache is not None and (cached := self.cache.get(key)) is not None:
             self.stats["cache_hits"] += 1
             ids, strategies = cached
             return Clusters(ids, strategies or [None] * len(ids))
         if not split:
-            content = self.template.render(prompt, completions, self.max_response_chars)
+            content = self.template.render(prompt, completions, self.max_response_chars, self.tools)
             ids, strategies = await self._judge(content, completions)
         else:
             known: dict[int, str] = {}
             ids, strategies = [], []
             for part in split_evenly(len(completions), cap):
                 answers = completions[part.start : part.stop]
-                content = self.template.render(prompt, answers, self.max_response_chars)
+                content = self.template.render(prompt, answers, self.max_response_chars, self.tools)
                 if known:
                     content += known_strategies(known, self.degenerate_cluster_id)
                 part_ids, part_strategies = await self._judge(content, answers)

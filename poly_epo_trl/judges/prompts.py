@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import hashlib
+import inspect
 import itertools
 import json
 import re
 import string
+from collections.abc import Callable
 from pathlib import Path
+
+from transformers.utils import get_json_schema
 
 from ..constants import DEGENERATE_CLUSTER_ID
 from .errors import InvalidAnswer
@@ -42,16 +46,44 @@ class JudgeTemplate:
             raise ValueError(f"Judge template {spec!r} is neither one of {BUILTIN_TEMPLATES} nor a file.")
         return cls(path.read_text(), str(path))
 
-    def render(self, problem: str, completions: list[str], max_response_chars: int | None = None) -> str:
+    def render(
+        self, problem: str, completions: list[str], max_response_chars: int | None = None, tools: str | None = None
+    ) -> str:
         """The judge's prompt. Each response (cut to its last ``max_response_chars`` characters, where the answer
         is, with a marker saying how much was cut) is one block between delimiter lines that carry this group's
         ``delimiter_tag``, which no response contains, so nothing inside a response can end its block, open
-        another or pass for the instructions (``response_blocks`` reads them back)."""
+        another or pass for the instructions (``response_blocks`` reads them back). ``$tools`` is ``tools``
+        (``describe_tools``: what the agent could call), or says none were given."""
         texts = [keep_end(c.strip(), max_response_chars) for c in completions]
         tag = delimiter_tag(problem.strip(), texts, self.digest)
         return string.Template(self.text).safe_substitute(
-            problem=problem.strip(), responses=render_responses(texts, tag), num_responses=len(completions)
+            problem=problem.strip(),
+            responses=render_responses(texts, tag),
+            num_responses=len(completions),
+            tools=tools or "(not given)",
         )
+
+
+def describe_tools(tools: list[Callable]) -> str:
+    """The tools an agent could call, one a line, as the policy's chat template is told them (transformers'
+    ``get_json_schema``): ``name(parameter: type, ...): description``, each parameter's description after it."""
+    lines = []
+    for tool in tools:
+        try:
+            schema = get_json_schema(tool)["function"]
+        except Exception:  # a tool without the docstring transformers reads: its name and signature
+            lines.append(f"- {getattr(tool, '__name__', str(tool))}{inspect.signature(tool)}")
+            continue
+        properties = schema.get("parameters", {}).get("properties", {})
+        parameters = ", ".join(f"{name}: {spec.get('type', 'any')}" for name, spec in properties.items())
+        described = "; ".join(
+            f"{name}: {spec['description'].rstrip('.')}" for name, spec in properties.items() if "description" in spec
+        )
+        lines.append(
+            f"- {schema['name']}({parameters}): {schema.get('description', '')}"
+            + (f" ({described})" if described else "")
+        )
+    return "\n".join(lines)
 
 
 def delimiter_tag(problem: str, texts: list[str], salt: str = "") -> str:
@@ -236,6 +268,7 @@ __all__ = [
     "JudgeTemplate",
     "answer_schema",
     "correction",
+    "describe_tools",
     "extract_json",
     "known_strategies",
     "merge_part",

@@ -25,7 +25,7 @@ class CallableJudge(ClusteringJudge):
     ``tool_calls`` and tool results; images replaced by ``{"type": "image"}``)."""
 
     @staticmethod
-    def view(completion: Any) -> Any:
+    def view(completion: Any, agent: bool = False) -> Any:
         return completion
 
     def __init__(self, fn: Callable[..., Any], **kwargs: Any) -> None:

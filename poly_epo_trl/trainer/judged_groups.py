@@ -30,6 +30,7 @@ from trl.trainer.utils import get_config_model_id
 from ..evaluation.diversity import group_diversity_metrics
 from ..judges import ClusteringJudge, JudgeFailing, JudgeResult, step_metrics
 from ..judges.audit import JudgeAudit
+from ..judges.prompts import describe_tools
 from ..text import judge_input, prompt_text, trajectory_text
 from .config import DEFAULT_JUDGE, PolyEPOConfig
 from .finite_rewards import FiniteRewardsGRPOTrainer, config_argument
@@ -105,6 +106,8 @@ class _JudgedGroupsTrainer(FiniteRewardsGRPOTrainer):
         self.last_set_batch: SetBatch | None = None
         self.audit = JudgeAudit(self.args.output_dir)
         self.add_callback(AuditResume(self.audit))
+        if self.tools:  # TRL's tools, or the environments' methods: the judge's task names what the agent could call
+            self.judge.tell_tools(describe_tools(self.tools))
 
     def _mode_and_group_size(self) -> tuple[str, int]:
         mode = "train" if self.model.training else "eval"
