@@ -254,6 +254,119 @@ def test_a_rollout_function(trainer_cls, model_dir, tmp_path):
     check_set_advantages(trainer)
 
 
+class PlanOfTurnsJudge(ClusteringJudge):
+    """Reads the default view, as a language-model judge does: a trajectory's plan is its ``calls`` lines in order;
+    a completion with no turns to read (flat text) is degenerate, as the agent template tells an LM judge."""
+
+    async def acluster(self, prompt: str, completions: list[str]) -> list[int]:
+        plans: dict[tuple, int] = {}
+        ids = []
+        for text in completions:
+            turns = trajectory_turns(text)
+            calls = tuple(line for _, body in turns for line in body.splitlines() if line.startswith("calls "))
+            ids.append(plans.setdefault(calls, len(plans)) if turns else 100)
+        return ids
+
+
+EPISODES = [  # (calls, final words): two reach 4, two do not
+    ([("add", {"n": 4})], "It is 4."),
+    ([("double", {})], "It is 0."),
+    ([("add", {"n": 2}), ("add", {"n": 2})], "It is 4."),
+    ([], "It is 4."),
+]
+
+
+def counter_rollout(tokenizer, with_trajectory: bool):
+    """A real rollout function: each episode's calls run on a real Counter, the conversation is rendered with the
+    model's chat template, and the completion is everything after the prompt; the messages go to the judge under
+    ``trajectory`` when asked."""
+
+    def rollout(prompts: list, trainer) -> dict:
+        out = {"prompt_ids": [], "completion_ids": [], "logprobs": [], "reached": []}
+        if with_trajectory:
+            out["trajectory"] = []
+        for k, prompt in enumerate(prompts):
+            calls, words = EPISODES[k % len(EPISODES)]
+            counter, messages = Counter(), []
+            counter.reset(target=4)
+            for name, arguments in calls:
+                call = {"type": "function", "function": {"name": name, "arguments": arguments}}
+                messages.append({"role": "assistant", "content": "", "tool_calls": [call]})
+                messages.append({"role": "tool", "name": name, "content": str(getattr(counter, name)(**arguments))})
+            messages.append({"role": "assistant", "content": words})
+            prompt_ids = tokenizer.apply_chat_template(prompt, add_generation_prompt=True, return_dict=False)
+            whole = tokenizer.apply_chat_template(prompt + messages, return_dict=False)
+            out["prompt_ids"].append(prompt_ids)
+            out["completion_ids"].append(whole[len(prompt_ids) :])
+            out["logprobs"].append([-1.0] * (len(whole) - len(prompt_ids)))
+            out["reached"].append(float(counter.value == 4))
+            if with_trajectory:
+                out["trajectory"].append(messages)
+        return out
+
+    return rollout
+
+
+def reached(completions, reached, **kwargs) -> list[float]:
+    return reached
+
+
+def test_a_rollout_functions_trajectories_reach_the_judge_as_trajectories(model_dir, tmp_path, caplog):
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    runs = {}
+    for with_trajectory in (True, False):
+        judge = RecordingPlans()
+        trainer = PolyEPOTrainer(
+            model=str(model_dir),
+            reward_funcs=reached,
+            args=config(tmp_path / str(with_trajectory), max_steps=1),
+            train_dataset=counter_rows(),
+            rollout_func=counter_rollout(tokenizer, with_trajectory),
+            judge=judge,
+        )
+        with caplog.at_level("WARNING"):
+            trainer.train()
+        runs[with_trajectory] = (judge, trainer.last_set_batch)
+    judge, batch = runs[True]
+    assert batch.rewards[0].tolist() == [1.0, 0.0, 1.0, 0.0] * 2
+    ((_, texts),) = judge.seen
+    turns = trajectory_turns(texts[0])
+    assert [role for role, _ in turns] == ["assistant", "tool_result", "assistant"]
+    assert turns[0][1] == 'calls add({"n": 4})' and turns[1][1].endswith("\n4")
+    assert trajectory_turns(texts[3]) == [("assistant", "(final answer, no tool call)\nIt is 4.")]
+    assert batch.cluster_ids[0].tolist() == [0, 1, 2, 3] * 2
+    assert (batch.advantages[0][batch.rewards[0] == 1] > 0).all()  # a rewarded episode moves the policy
+    # without the field: TRL's flat text, every rollout degenerate to a judge of turns, all advantages 0, and said so
+    flat_judge, flat = runs[False]
+    assert trajectory_turns(flat_judge.seen[0][1][0]) == [] and (flat.cluster_ids == 100).all()
+    assert (flat.advantages == 0).all()
+    assert "rollout_func returned no 'trajectory' field" in caplog.text
+
+
+class RecordingPlans(PlanOfTurnsJudge):
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[tuple[str, list[str]]] = []
+
+    async def acluster(self, prompt: str, completions: list[str]) -> list[int]:
+        self.seen.append((prompt, completions))
+        return await super().acluster(prompt, completions)
+
+
+def test_a_rollout_functions_trajectory_field_of_the_wrong_shape_is_refused(model_dir, tmp_path):
+    def rollout(prompts: list, trainer) -> dict:
+        out = counter_rollout(AutoTokenizer.from_pretrained(model_dir), True)(prompts, trainer)
+        out["trajectory"] = ["flat text"] * len(prompts)
+        return out
+
+    trainer = PolyEPOTrainer(
+        model=str(model_dir), reward_funcs=reached, args=config(tmp_path, max_steps=1),
+        train_dataset=counter_rows(), rollout_func=rollout, judge=PlanOfTurnsJudge(),
+    )  # fmt: skip
+    with pytest.raises(ValueError, match="'trajectory' field: expected one list of chat messages"):
+        trainer.train()
+
+
 @pytest.mark.parametrize("trainer_cls", TRAINERS)
 def test_a_tool_returning_an_image_to_a_vision_language_model(trainer_cls, tmp_path):
     model_dir = tmp_path / "vlm"

@@ -234,6 +234,9 @@ def test_a_rollout_function_plays_its_own_episodes_on_colocated_vllm(tmp_path, t
     # each trajectory the judge got carries its episode's submission, in order
     judged = [t[0].get("tool_calls", [{}])[0].get("function", {}).get("arguments") for t in result["received"]]
     assert [sorted(a.values()) if a else None for a in judged] == [e["pair"] for e in episodes]
+    # as trajectories (the rollout's ``trajectory`` field): the call, the environment's answer, the last word
+    submitted = [t for t, e in zip(result["received"], episodes, strict=True) if e["pair"] is not None]
+    assert submitted and all([m["role"] for m in t] == ["assistant", "tool", "assistant"] for t in submitted)
     # the last batch's rewards: the environment's, plus 0.5 for a pair summing to S, episode by episode
     last = episodes[-32:]
     expected = [float(correct(e)) + 0.5 * (e["pair"] is not None and sum(e["pair"]) == e["total"]) for e in last]

@@ -2,7 +2,7 @@
 OpenEnv examples do: the agent task's warm start writes a ``submit`` call (turn 1, vLLM), the rollout function runs
 it on a ``GoldbachEnvironment`` and appends the environment's answer as a tool turn (``env_mask`` 0: not the
 model's), the model writes its last word (turn 2, vLLM). The environment's reward, and whether the pair sums to S,
-reach the reward functions as extra fields.
+reach the reward functions as extra fields; the episode's messages reach the judge as the ``trajectory`` field.
 
 ``python vllm_rollout_run.py <out_dir> <trainer>`` trains three steps and writes ``result.json``: the per-step log,
 what the judge received, each episode (S and the pair submitted), and the last batch's rewards, cluster ids and
@@ -38,13 +38,16 @@ def rollout(prompts: list, trainer) -> dict:
         for p in prompts
     ]
     _, turn1, logprobs1, _ = trainer.vllm_generation.generate(first, None, trainer.num_generations)
-    environments, feedback, sums = [], [], []
+    environments, feedback, sums, trajectories = [], [], [], []
     for prompt, prompt_ids, ids in zip(prompts, first, turn1, strict=True):
         total = int(prompt[-1]["content"].removeprefix("S=").removesuffix(":"))
         environment = GoldbachEnvironment()
         environment.reset(total=total)
-        pair = submitted_pair([parse_response(tokenizer, ids, prefix=prompt_ids, tools=tools)])
+        said = parse_response(tokenizer, ids, prefix=prompt_ids, tools=tools)
+        pair = submitted_pair([said])
         answer = environment.submit(*pair) if pair else "no submission"
+        result = {"role": "tool", "name": "submit", "content": answer} if pair else {"role": "user", "content": answer}
+        trajectories.append([said, result])
         EPISODES.append({"total": total, "pair": pair})
         sums.append(float(pair is not None and sum(pair) == total))
         tool_turn = f"<|im_start|>user\n<tool_response>\n{answer}\n</tool_response><|im_end|>\n<|im_start|>assistant\n"
@@ -54,7 +57,11 @@ def rollout(prompts: list, trainer) -> dict:
     _, turn2, logprobs2, _ = trainer.vllm_generation.generate(second, None, 1)
     out: dict = {"prompt_ids": first, "completion_ids": [], "logprobs": [], "env_mask": [], "episode_reward": []}
     out["sums_to_total"] = sums
-    for a, f, b, la, lb, environment in zip(turn1, feedback, turn2, logprobs1, logprobs2, environments, strict=True):
+    out["trajectory"] = trajectories  # what the judge reads: the episode's messages, roles and all
+    for a, f, b, la, lb, environment, trajectory in zip(
+        turn1, feedback, turn2, logprobs1, logprobs2, environments, trajectories, strict=True
+    ):
+        trajectory.append({"role": "assistant", "content": tokenizer.decode(b, skip_special_tokens=True)})
         out["completion_ids"].append(a + f + b)
         out["logprobs"].append([lp[0] for lp in la] + [0.0] * len(f) + [lp[0] for lp in lb])
         out["env_mask"].append([1] * len(a) + [0] * len(f) + [1] * len(b))

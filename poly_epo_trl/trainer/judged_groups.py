@@ -39,6 +39,7 @@ from .verdicts import AuditResume, audit_records, judge_columns
 
 logger = logging.getLogger(__name__)
 ABANDONED = StepAbandoned.__name__  # how a dropped step reads among the failures gathered from every process
+ROLLOUT_TRAJECTORY = "trajectory"  # a rollout_func's extra field: each completion's chat messages, for the judge
 VERDICT_POLL_SECONDS = 0.5  # how often a step waiting for its verdicts checks for a preemption signal
 
 
@@ -114,10 +115,40 @@ class _JudgedGroupsTrainer(FiniteRewardsGRPOTrainer):
         return mode, self.num_generations if mode == "train" else self.num_generations_eval
 
     def _generate(self, prompts: list):
-        """Seam 1: as soon as the completions exist, start judging this process's groups in the background."""
+        """Seam 1: as soon as the completions exist, start judging this process's groups in the background
+        (output[3]: the decoded completions; output[5]: a ``rollout_func``'s extra fields)."""
         output = super()._generate(prompts)
-        self._pending_judge = self._start_judging(prompts, output[3])  # output[3]: the decoded completions
+        completions = self._rollout_trajectories(output[3], output[5])
+        self._pending_judge = self._start_judging(prompts, completions)
         return output
+
+    def _rollout_trajectories(self, completions: list, extra_fields: dict[str, Any]) -> list:
+        """What the judge reads of a ``rollout_func``'s episodes: its ``ROLLOUT_TRAJECTORY`` field, one list of chat
+        messages per completion (roles, tool calls, tool results), where it gives one; else TRL's decoded text, which
+        has neither roles nor the line between the agent's words and the environment's (said once in the logs)."""
+        if self.rollout_func is None:
+            return completions
+        trajectories = extra_fields.get(ROLLOUT_TRAJECTORY)
+        if trajectories is None:
+            if not getattr(self, "_warned_flat_rollouts", False):
+                self._warned_flat_rollouts = True
+                logger.warning(
+                    "rollout_func returned no %r field: the judge reads TRL's decoded completion text, with no roles "
+                    "and tool results mixed into the agent's words. Return one list of chat messages per completion "
+                    "under %r (the agent's turns with their tool_calls, the tool results) for the judge to read the "
+                    "trajectories.",
+                    ROLLOUT_TRAJECTORY,
+                    ROLLOUT_TRAJECTORY,
+                )
+            return completions
+        if len(trajectories) != len(completions) or not all(
+            isinstance(t, list) and all(isinstance(m, dict) and "role" in m for m in t) for t in trajectories
+        ):
+            raise ValueError(
+                f"rollout_func's {ROLLOUT_TRAJECTORY!r} field: expected one list of chat messages (dicts with a "
+                f"'role') per completion, {len(completions)} of them; got {str(trajectories)[:200]}."
+            )
+        return trajectories
 
     def _gather_texts(self, prompts: list, completions: list) -> tuple[list[str], list[Any]]:
         """The whole batch's problem texts and completions as the judge takes them, on every process (a
