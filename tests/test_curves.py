@@ -73,3 +73,9 @@ def test_plot_says_what_is_missing(tmp_path, capsys):
     assert stop.value.code == 2
     err = capsys.readouterr().err
     assert "no trainer_state.json there or in a checkpoint-*/ folder" in err and "Traceback" not in err
+
+
+def test_an_agents_tool_calls_get_a_panel():
+    history = [{"step": s, "reward": 0.1 * s, "tools/call_frequency": 1.0 - 0.1 * s} for s in (1, 2, 3)]
+    assert [title for title, _ in panels_of([history])] == ["reward", "tool calls per episode"]
+    assert curve(history, "tools/call_frequency") == [(1, 0.9), (2, 0.8), (3, 0.7)]

@@ -1,9 +1,9 @@
 """Training curves from a run's own log history (``trainer_state.json``), as one figure: no dashboard needed.
 
 Panels (those the runs logged): reward, distinct and distinct-correct clusters per group, set score, the judge's
-fallback fraction, and held-out pass@k over steps (the in-training evaluation's ``eval/pass@k``): a line per k for
-one run, a panel per k to compare runs. Several runs of one method (seeds) are drawn thin with their mean thick, as
-the demo's figures are (``plots.draw_training``); rates are drawn on [0, 1]."""
+fallback fraction, an agent's tool calls per episode, and held-out pass@k over steps (the in-training evaluation's
+``eval/pass@k``): a line per k for one run, a panel per k to compare runs. Several runs of one method (seeds) are
+drawn thin with their mean thick, as the demo's figures are (``plots.draw_training``); rates are drawn on [0, 1]."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ PANELS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("distinct clusters per group", ("poly_epo/distinct_clusters", "poly_epo/distinct_correct_clusters")),
     ("set score", ("poly_epo/set_score",)),
     ("judge fallback fraction", ("judge/fallback_frac",)),
+    ("tool calls per episode", ("tools/call_frequency",)),  # agents: TRL's count of calls over rollouts
 )
 LINESTYLES = ("-", "--", ":", "-.")
 PASS_AT_K = re.compile(r"^eval/pass@(\d+)$")
