@@ -97,9 +97,8 @@ def describe_environment(name: str, factory: Callable[[], Any]) -> EnvironmentIn
     members = dict(inspect.getmembers(type(instance), predicate=inspect.isfunction))
     if "reset" not in members:
         raise ValueError(f"{name} has no reset method: TRL starts each episode with reset(**row).")
-    for member in members:
-        if is_tool_method(member):
-            check_tool(f"{name}.{member}", getattr(instance, member))
+    for method in tool_methods(instance):
+        check_tool(f"{name}.{method.__name__}", method)
     parameters = {
         p.name: p.default is not inspect.Parameter.empty
         for p in inspect.signature(members["reset"]).parameters.values()
@@ -111,6 +110,13 @@ def describe_environment(name: str, factory: Callable[[], Any]) -> EnvironmentIn
 def owns_reward(environment: Any) -> bool:
     """Whether TRL takes the environment's ``get_reward()`` as a reward: a function of that name on its class."""
     return inspect.isfunction(getattr(type(environment), "get_reward", None))
+
+
+def tool_methods(environment: Any) -> list[Callable[..., Any]]:
+    """The methods of ``environment`` TRL offers the model as tools (listed on its class, ``is_tool_method``),
+    bound to it."""
+    members = inspect.getmembers(type(environment), predicate=inspect.isfunction)
+    return [getattr(environment, name) for name, _ in members if is_tool_method(name)]
 
 
 def is_tool_method(name: str) -> bool:
@@ -222,10 +228,8 @@ def agent_tools(parts: Mapping[str, Any]) -> list[Callable[..., Any]]:
     tools = list(parts.get("tools") or [])
     factories = parts.get("environment_factory")
     for factory in factories.values() if isinstance(factories, dict) else [factories] if factories else []:
-        instance = factory()
-        for name, _ in inspect.getmembers(type(instance), predicate=inspect.isfunction):
-            if is_tool_method(name) and name not in {getattr(t, "__name__", None) for t in tools}:
-                tools.append(getattr(instance, name))
+        named = {getattr(t, "__name__", None) for t in tools}
+        tools += [method for method in tool_methods(factory()) if method.__name__ not in named]
     return tools
 
 

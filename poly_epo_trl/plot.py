@@ -3,8 +3,9 @@
     poly-epo plot outputs/tiny/poly_epo                      # -> outputs/tiny/poly_epo/training_curves.png
     poly-epo plot outputs/demo/runs/* --out demo_curves.png   # every method, its seeds thin and their mean thick
 
-Panels: reward, distinct and distinct-correct clusters per group, set score, judge fallback fraction, held-out
-pass@k per k over steps (``evaluation.curves``). A run still going, or stopped, is read from its newest checkpoint.
+Panels: reward, distinct and distinct-correct clusters per group, set score, judge fallback fraction, an agent's tool
+calls per episode, held-out pass@k over steps (``evaluation.curves``). A run still going, or stopped, is read from
+its newest checkpoint.
 """
 
 from __future__ import annotations
@@ -15,9 +16,7 @@ from pathlib import Path
 
 from .assembly import parse_and_run
 from .checks import RecipeError
-from .evaluation.curves import plot_runs
-
-FIGURE = "training_curves.png"
+from .evaluation.curves import FIGURE, plot_runs
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:

@@ -132,11 +132,10 @@ def plan_text(completion: Any, agent: bool = False) -> str:
         text = message_text(completion)
         return f"{NO_CALL}\n{text}".strip() if agent and isinstance(completion, list) else text
     messages = [m for m in completion if isinstance(m, dict)]
-    executed = answered_calls(messages)
     calls = [
-        _call_text(c) + ("" if ran else f" {NO_RESULT}")
-        for m, flags in zip(messages, executed, strict=True)
-        for c, ran in zip(m.get("tool_calls") or [], flags, strict=True)
+        _call_text(c) + ("" if answered else f" {NO_RESULT}")
+        for m, flags in zip(messages, answered_calls(messages), strict=True)
+        for c, answered in zip(m.get("tool_calls") or [], flags, strict=True)
     ]
     return "\n".join([*calls, final_text(completion)]).strip()
 
@@ -146,7 +145,7 @@ def answered_calls(messages: list[dict]) -> list[list[bool]]:
     no call id: each result answers the first open call of the last assistant turn with its name (else the first
     open one). A call left open got no result the agent saw: TRL takes back a result that would pass
     ``max_completion_length`` (the call has run: the environment may have changed), or the episode ended first."""
-    executed = [[False] * len(m.get("tool_calls") or []) for m in messages]
+    answered = [[False] * len(m.get("tool_calls") or []) for m in messages]
     open_calls: list[tuple[int, int, str | None]] = []
     for i, message in enumerate(messages):
         role = message.get("role", "assistant")
@@ -155,8 +154,8 @@ def answered_calls(messages: list[dict]) -> list[list[bool]]:
         elif role == "tool" and open_calls:
             same = [k for k, (_, _, name) in enumerate(open_calls) if name == message.get("name")]
             m, j, _ = open_calls.pop(same[0] if same else 0)
-            executed[m][j] = True
-    return executed
+            answered[m][j] = True
+    return answered
 
 
 def judge_input(completion: Any) -> Any:
@@ -194,10 +193,10 @@ def trajectory_turns(text: str) -> list[tuple[str, str]]:
 def _turns(messages: list[dict], tool_result_chars: int | None) -> list[tuple[str, str]]:
     """Each message as (role, text): an assistant's words then its tool calls (``NO_RESULT`` where no result
     answered one); its last turn without a call starts with ``FINAL_ANSWER``; a tool's result, cut and named."""
-    executed = answered_calls(messages)
+    answered = answered_calls(messages)
     last_said = max((i for i, m in enumerate(messages) if m.get("role", "assistant") == "assistant"), default=-1)
     turns = []
-    for i, (message, flags) in enumerate(zip(messages, executed, strict=True)):
+    for i, (message, flags) in enumerate(zip(messages, answered, strict=True)):
         role = str(message.get("role", "assistant"))
         text = _content_text(message.get("content"))
         if role == "tool":
@@ -207,8 +206,8 @@ def _turns(messages: list[dict], tool_result_chars: int | None) -> list[tuple[st
         parts = [FINAL_ANSWER] if role == "assistant" and i == last_said and not calls else []
         parts += [text.strip()] if text.strip() else []
         parts += [
-            f"calls {_call_text(call)}" + ("" if ran else f" {NO_RESULT}")
-            for call, ran in zip(calls, flags, strict=True)
+            f"calls {_call_text(call)}" + ("" if got else f" {NO_RESULT}")
+            for call, got in zip(calls, flags, strict=True)
         ]
         kind = "assistant" if role == "assistant" else re.sub(r"[^a-z_]", "_", role.lower()) or "other"
         turns.append((kind, "\n".join(parts)))

@@ -33,7 +33,7 @@ from .assembly import (
 )
 from .checks import RecipeError, parse_recipe, recipe_value
 from .data import save_training_problems
-from .evaluation.curves import plot_runs
+from .evaluation.curves import FIGURE, plot_runs
 from .judges import JudgeFailing
 from .models import resolve_model
 from .tasks import task_defaults
@@ -136,7 +136,7 @@ def save_curves(trainer: Any, output_dir: str) -> Path | None:
     if not trainer.accelerator.is_main_process:
         return None
     try:
-        return plot_runs([Path(output_dir)], Path(output_dir) / "training_curves.png")
+        return plot_runs([Path(output_dir)], Path(output_dir) / FIGURE)
     except ValueError:  # nothing logged (logging_steps past max_steps)
         return None
 

@@ -17,6 +17,7 @@ from matplotlib.figure import Figure
 from .plots import draw_training
 
 STATE = "trainer_state.json"
+FIGURE = "training_curves.png"  # what the end of training and ``poly-epo plot`` write into a run's folder
 PANELS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("reward", ("reward",)),
     ("distinct clusters per group", ("poly_epo/distinct_clusters", "poly_epo/distinct_correct_clusters")),
