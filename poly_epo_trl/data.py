@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -31,6 +32,27 @@ class DatasetArguments:
         },
     )
     dataset_config: str | None = field(default=None, metadata={"help": "Dataset configuration name."})
+    datasets: list[dict[str, Any]] | None = field(
+        default=None,
+        metadata={
+            "help": "A mixture of datasets, as `trl grpo` takes it (TRL's DatasetMixtureConfig): a list of {path, "
+            "name, data_dir, data_files, split, columns, fraction}, loaded and mixed by TRL's get_dataset; used "
+            "instead of dataset_name. Its rows form the split 'train' (and 'test' with test_split_size)."
+        },
+    )
+    test_split_size: float | None = field(
+        default=None,
+        metadata={
+            "help": "With datasets: hold out this share (or count) of the mixture as the split 'test' (split the "
+            "same way on every run, so a resumed run trains on the same rows)."
+        },
+    )
+    streaming: bool = field(
+        default=False, metadata={"help": "TRL's mixture streaming: not supported (the rows are read before training)."}
+    )
+    dataset_streaming: bool = field(
+        default=False, metadata={"help": "TRL's dataset streaming: not supported (the rows are read before training)."}
+    )
     split_column: str | None = field(
         default="split",
         metadata={
@@ -38,7 +60,14 @@ class DatasetArguments:
             "asked for are read. A file without it is one split."
         },
     )
-    prompt_column: str = field(default="problem", metadata={"help": "Column holding the problem text."})
+    prompt_column: str | None = field(
+        default=None,
+        metadata={
+            "help": "Column holding the problem text (default 'problem'). 'prompt' (the default when the table has it "
+            "and no 'problem') is TRL's standard format: each prompt, text or conversation, is used as it is, and "
+            "every column reaches the rewards, as `trl grpo` does."
+        },
+    )
     answer_column: str | None = field(
         default="answer", metadata={"help": "Column with the reference answer, passed to rewards as `answer`."}
     )
@@ -69,13 +98,23 @@ class DatasetArguments:
     )
     code_timeout_seconds: float = field(default=10.0, metadata={"help": "Wall-clock limit per program."})
     code_memory_mb: int = field(default=1024, metadata={"help": "Memory limit per program (whole program)."})
-    instruction: str = field(
-        default=MATH_INSTRUCTION, metadata={"help": "Appended to each problem after a blank line ('' for none)."}
+    instruction: str | None = field(
+        default=None,
+        metadata={
+            "help": "Appended to each problem after a blank line (to the last user message of a conversation); '' "
+            "for none. Default: the math instruction for a problem column; none for TRL's 'prompt' column and "
+            "conversations."
+        },
     )
-    system_prompt: str | None = field(default=None, metadata={"help": "Optional system message."})
-    chat_format: bool = field(
-        default=True,
-        metadata={"help": "Conversational prompts (the tokenizer's chat template is applied); false: plain text."},
+    system_prompt: str | None = field(
+        default=None, metadata={"help": "Optional system message (added to a conversation that has none)."}
+    )
+    chat_format: bool | None = field(
+        default=None,
+        metadata={
+            "help": "Text prompts as a user message (the tokenizer's chat template is applied); false: plain text. "
+            "Default: true for a problem column; as the data is for TRL's 'prompt' column."
+        },
     )
 
     def __post_init__(self) -> None:
@@ -87,11 +126,29 @@ class DatasetArguments:
         for name in ("code_timeout_seconds", "code_memory_mb"):
             if not getattr(self, name) > 0:
                 raise RecipeError(f"{name}={getattr(self, name)!r}: must be positive.")
+        for name in ("dataset_streaming", "streaming"):
+            if getattr(self, name):
+                raise RecipeError(
+                    f"{name}=true: poly-epo reads the rows before training (the prompt checks, the held-out overlap "
+                    f"check, an exact resume's order), so it cannot stream them. Set {name}: false; the rows are "
+                    "downloaded and cached once (max_train_samples keeps the first rows only)."
+                )
+        if self.test_split_size is not None and not self.datasets:
+            raise RecipeError("test_split_size splits a datasets mixture: set datasets, or drop test_split_size.")
 
 
 def load_table(args: DatasetArguments, split: str) -> Dataset:
-    """The raw rows of ``split``: a local file (filtered by ``split_column`` when it has one), a ``{split}`` file
-    name, a folder of split files, or the Hub. (Built-in tasks, ``builtin:<task>``, are ``tasks.load_rows``'.)"""
+    """The raw rows of ``split``: a ``datasets`` mixture, a local file (filtered by ``split_column`` when it has
+    one), a ``{split}`` file name, a folder of split files, or the Hub. (Built-in tasks, ``builtin:<task>``, are
+    ``tasks.load_rows``'.)"""
+    if args.datasets:
+        splits = load_mixture(json.dumps(args.datasets, sort_keys=True), args.test_split_size)
+        if split not in splits:
+            raise RecipeError(
+                f"The datasets mixture has no split {split!r}: it has {sorted(splits)} (set test_split_size for a "
+                "'test' split)."
+            )
+        return splits[split]
     name = args.dataset_name
     if "{split}" in name:
         return load_local_file(args, Path(name.replace("{split}", split)), split)
@@ -107,6 +164,37 @@ def load_table(args: DatasetArguments, split: str) -> Dataset:
             f"Could not load dataset {name!r} (split {split!r}): {error}. Check the name and split, that you are "
             "online (or the dataset is cached), or point dataset_name at a local file."
         ) from None
+
+
+MIXTURE_KEYS = ("path", "name", "data_dir", "data_files", "split", "columns", "fraction")
+
+
+@functools.lru_cache(maxsize=4)
+def load_mixture(datasets: str, test_split_size: float | None) -> Any:
+    """TRL's ``get_dataset`` of the mixture ``datasets`` (JSON of its list), as a DatasetDict: 'train', and 'test'
+    when ``test_split_size`` is set, split with a fixed seed (TRL's own split is random on every call). Read once
+    per process."""
+    from trl import DatasetMixtureConfig, get_dataset
+    from trl.scripts.utils import DatasetConfig
+
+    entries = json.loads(datasets)
+    configs = []
+    for i, entry in enumerate(entries):
+        unknown = sorted(set(entry) - set(MIXTURE_KEYS)) if isinstance(entry, dict) else None
+        if unknown is None or unknown or "path" not in entry:
+            what = f"unknown keys {unknown}" if unknown else "no path"
+            raise RecipeError(f"datasets[{i}]: {what}; each entry takes {list(MIXTURE_KEYS)}, path required.")
+        configs.append(DatasetConfig(**entry))
+    try:
+        mixed = get_dataset(DatasetMixtureConfig(datasets=configs))
+    except Exception as error:
+        raise RecipeError(f"The datasets mixture could not be loaded: {error}") from None
+    if test_split_size is None:
+        return mixed
+    try:
+        return mixed["train"].train_test_split(test_size=test_split_size, seed=0)
+    except ValueError as error:
+        raise RecipeError(f"test_split_size={test_split_size}: {error}") from None
 
 
 def load_local_file(args: DatasetArguments, path: Path, split: str) -> Dataset:
@@ -152,11 +240,12 @@ def load_local_folder(path: Path, split: str, name: str) -> Dataset:
     return splits[split]
 
 
-def problem_fingerprints(table: Dataset, prompt_column: str, max_rows: int | None = None) -> set[str]:
+def problem_fingerprints(table: Dataset, args: DatasetArguments, max_rows: int | None = None) -> set[str]:
     """Short hashes of the problems (the prompt column's text, stripped): two tables share a problem when they
     share a fingerprint, whatever the instruction or chat format around it."""
     import hashlib
 
+    prompt_column = prompt_format(args, table.column_names).column
     if prompt_column not in table.column_names:
         return set()
     texts = table[prompt_column][: max_rows if max_rows is not None else len(table)]
@@ -252,52 +341,119 @@ def local_format(path: Path) -> str | None:
     return "json" if kind == "jsonl" else kind
 
 
+PROBLEM_COLUMN = "problem"  # our format: a problem's text, made into a prompt
+TRL_PROMPT_COLUMN = "prompt"  # TRL's standard format: the prompt itself, text or conversation
+
+
+@dataclass(frozen=True)
+class PromptFormat:
+    """How a table's rows become prompts: ``column`` read; ``as_is`` (TRL's 'prompt' column): prompts as they are
+    and every column kept; ``instruction`` appended ('' none); ``system_prompt`` added; ``chat``: text prompts as
+    a user message (True), as text (False), or as the data is (None)."""
+
+    column: str
+    as_is: bool
+    instruction: str
+    system_prompt: str | None
+    chat: bool | None
+
+
+def prompt_format(args: DatasetArguments, columns: Sequence[str]) -> PromptFormat:
+    """The recipe's prompt settings resolved against a table's ``columns`` (see the fields' help)."""
+    column = args.prompt_column
+    if column is None:
+        column = (
+            TRL_PROMPT_COLUMN if TRL_PROMPT_COLUMN in columns and PROBLEM_COLUMN not in columns else PROBLEM_COLUMN
+        )
+    as_is = column == TRL_PROMPT_COLUMN
+    instruction = args.instruction if args.instruction is not None else ("" if as_is else MATH_INSTRUCTION)
+    chat = args.chat_format if args.chat_format is not None or as_is else True
+    return PromptFormat(column, as_is, instruction, args.system_prompt, chat)
+
+
+def is_conversation(value: Any) -> bool:
+    """Whether a prompt is a conversation: a list of messages with a role."""
+    return isinstance(value, list) and bool(value) and all(isinstance(m, dict) and "role" in m for m in value)
+
+
+def make_prompt(value: Any, fmt: PromptFormat) -> str | list[dict[str, Any]]:
+    """One row's prompt: a conversation stays a conversation (the instruction appended to its last user message,
+    the system prompt added when it has none); text gets the instruction after a blank line and, with ``chat``,
+    becomes a user message after the system prompt."""
+    if is_conversation(value):
+        messages = [dict(message) for message in value]
+        if fmt.instruction:
+            last = max((i for i, m in enumerate(messages) if m["role"] == "user"), default=None)
+            if last is None:
+                raise RecipeError(f"A conversational prompt has no user message to append the instruction to: {value}")
+            messages[last]["content"] = f"{messages[last]['content']}\n\n{fmt.instruction}"
+        if fmt.system_prompt and messages[0]["role"] != "system":
+            messages.insert(0, {"role": "system", "content": fmt.system_prompt})
+        return messages
+    text = str(value) if fmt.as_is else str(value).strip()
+    if fmt.instruction:
+        text = f"{text}\n\n{fmt.instruction}"
+    if not fmt.chat:
+        return text
+    system = [{"role": "system", "content": fmt.system_prompt}] if fmt.system_prompt else []
+    return [*system, {"role": "user", "content": text}]
+
+
+def conversational(dataset: Dataset, args: DatasetArguments) -> bool:
+    """Whether the rows' prompts will be conversations (what agents need)."""
+    fmt = prompt_format(args, dataset.column_names)
+    if fmt.chat is not None:
+        return fmt.chat
+    return bool(len(dataset)) and fmt.column in dataset.column_names and is_conversation(dataset[0][fmt.column])
+
+
 def format_dataset(
     dataset: Dataset, args: DatasetArguments, max_rows: int | None = None, keep: Sequence[str] = ()
 ) -> Dataset:
-    """Rows with ``prompt`` (problem + instruction, as chat messages or text) and ``answer`` / ``tests``, and the
-    columns in ``keep`` as they are (what an environment's ``reset`` or a reward reads)."""
+    """Rows with ``prompt`` (``make_prompt`` of the prompt column, as ``prompt_format`` resolves the recipe) and
+    ``answer`` / ``tests`` / ``setup_code`` from their columns, and the columns in ``keep`` as they are (what an
+    environment's ``reset`` or a reward reads). In TRL's format (``as_is``) every column is kept, as TRL keeps it."""
+    fmt = prompt_format(args, dataset.column_names)
     missing = [column for column in keep if column not in dataset.column_names]
     if missing:
         raise RecipeError(f"keep_columns names {missing}, not in the dataset; its columns are {dataset.column_names}.")
-    wanted = {"prompt_column": args.prompt_column}
-    if args.answer_column:
-        wanted["answer_column"] = args.answer_column
-    if args.tests_column:
-        wanted["tests_column"] = args.tests_column
-    if args.code_setup_column:
-        wanted["code_setup_column"] = args.code_setup_column
-    for option, column in wanted.items():
+    wanted = {"prompt_column": (fmt.column, "prompt")}
+    for option, target in (
+        ("answer_column", "answer"),
+        ("tests_column", "tests"),
+        ("code_setup_column", "setup_code"),
+    ):
+        column = getattr(args, option)
+        if column and not (fmt.as_is and column == "answer" and column not in dataset.column_names):
+            wanted[option] = (column, target)  # TRL's format keeps every column: a missing 'answer' is no error
+    for option, (column, _) in wanted.items():
         if column not in dataset.column_names:
             raise RecipeError(
                 f"The dataset has no column {column!r} ({option}); its columns are {dataset.column_names}. "
                 f"Set {option} to one of them"
                 + (", or null if no reward reads it." if option != "prompt_column" else ".")
             )
+    if len(dataset) and fmt.chat is False and is_conversation(dataset[0][fmt.column]):
+        raise RecipeError(
+            f"chat_format: false, but the prompts in column {fmt.column!r} are conversations: drop chat_format (or "
+            "set it true), or point prompt_column at a text column."
+        )
 
     def to_prompt(row: dict[str, Any]) -> dict[str, Any]:
-        text = str(row[args.prompt_column]).strip()
-        if args.instruction:
-            text = f"{text}\n\n{args.instruction}"
-        out: dict[str, Any] = {}
-        if args.chat_format:
-            messages = [{"role": "system", "content": args.system_prompt}] if args.system_prompt else []
-            out["prompt"] = [*messages, {"role": "user", "content": text}]
-        else:
-            out["prompt"] = text
-        if args.answer_column:
-            gold = row[args.answer_column]
-            out["answer"] = None if gold is None else str(gold)  # missing stays missing: not the text "None"
-        if args.tests_column:
-            out["tests"] = row[args.tests_column]
-        if args.code_setup_column:
-            out["setup_code"] = row[args.code_setup_column]
+        out: dict[str, Any] = {"prompt": make_prompt(row[fmt.column], fmt)}
+        for option, (column, target) in wanted.items():
+            if option == "prompt_column":
+                continue
+            value = row[column]
+            out[target] = (None if value is None else str(value)) if target == "answer" else value
         return out
 
     if max_rows is not None:
         dataset = dataset.select(range(min(max_rows, len(dataset))))
+    if fmt.as_is:
+        return dataset.map(to_prompt)
     kept = {"prompt", "answer", "tests", "entry_point", "setup_code", *keep}
-    read = {args.prompt_column, args.code_setup_column} - set(keep)
+    read = {fmt.column, args.code_setup_column} - set(keep)
     remove = [c for c in dataset.column_names if c not in kept or c in read]
     return dataset.map(to_prompt, remove_columns=remove)
 

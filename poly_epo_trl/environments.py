@@ -58,12 +58,12 @@ class AgentArguments:
         },
     )
 
-    def settle_reward_funcs(self) -> None:
-        """Unset ``reward_funcs``: ``[math]``, or none when an environment brings its reward; RecipeError when empty
-        without an environment. Called from the recipe's ``__post_init__``."""
+    def settle_reward_funcs(self, reward_model: str | None = None) -> None:
+        """Unset ``reward_funcs``: ``[math]``, or none when an environment or a reward model brings the reward;
+        RecipeError when empty without either. Called from the recipe's ``__post_init__``."""
         if self.reward_funcs is None:
-            self.reward_funcs = [] if self.environment_factory else ["math"]
-        if not self.reward_funcs and not self.environment_factory:
+            self.reward_funcs = [] if self.environment_factory or reward_model else ["math"]
+        if not self.reward_funcs and not self.environment_factory and not reward_model:
             raise RecipeError("reward_funcs is empty: name at least one reward, e.g. [math].")
 
 

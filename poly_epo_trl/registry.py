@@ -1,6 +1,7 @@
 """Named pluggable pieces, as verl registers its advantage estimators: ``@REGISTRY.register("name")`` where a piece
 is defined, ``REGISTRY.get(spec)`` where a recipe names it. A spec is a registered name or, for the user's own
-piece, ``"package.module:function"``. Rewards, judges, set objectives, tasks and built-in models each keep one.
+piece, ``"package.module:function"`` (or, as TRL's scripts write it, ``"package.module.function"``). Rewards,
+judges, set objectives, tasks and built-in models each keep one.
 
 Pieces defined above the layer that looks them up (the built-in tasks register a reward, a judge and a model) are
 found through the ``poly_epo_trl.plugins`` entry-point group: the first lookup imports every module an installed
@@ -10,6 +11,8 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
+import os
+import sys
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
@@ -29,10 +32,14 @@ def load_plugins() -> None:
 
 
 def import_callable(spec: str, what: str, unknown_hint: str) -> Callable:
-    """The callable named by ``"package.module:function"``; ValueError naming ``what`` when it is not one."""
-    module_name, _, attribute = spec.partition(":")
-    if not attribute:
+    """The callable named by ``"package.module:function"``, or by TRL's dotted ``"package.module.function"``,
+    imported with the working directory on the path as TRL's scripts do; ValueError naming ``what`` when it is not
+    one."""
+    module_name, _, attribute = spec.partition(":") if ":" in spec else spec.rpartition(".")
+    if not attribute or not module_name:
         raise ValueError(f"Unknown {what} {spec!r}: {unknown_hint}")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
     try:
         fn = getattr(importlib.import_module(module_name), attribute)
     except (ImportError, AttributeError, ValueError) as error:
@@ -80,6 +87,6 @@ class Registry(Generic[T]):
         is registered when it is neither."""
         if spec in self:
             return self._entries[spec]
-        if self.own is None or ":" not in spec:
+        if self.own is None or (":" not in spec and "." not in spec):
             raise ValueError(f"Unknown {self.what} {spec!r}: {self.hint()}")
         return import_callable(spec, self.what, self.hint())  # type: ignore[return-value]

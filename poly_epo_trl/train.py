@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from dataclasses import fields
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -25,6 +26,7 @@ from .assembly import (
     TrainingParts,
     assemble_training,
     cpu_slowdowns,
+    hub_dataset_name,
     is_main_process,
     model_init_kwargs,
     pass_at_k_callback,
@@ -50,7 +52,8 @@ def parse(argv: list[str] | None = None) -> tuple[ScriptArguments, PolyEPOConfig
     """The recipe's three configs; a built-in task (``dataset_name: builtin:<task>``) supplies the keys it declares
     (reward, judge, warm start, prompt format) where the recipe leaves them out."""
     dataset = recipe_value(argv, "dataset_name") or ScriptArguments.dataset_name
-    defaults = task_defaults(dataset) if isinstance(dataset, str) else {}
+    mixture = recipe_value(argv, "datasets")  # TRL's mixture is used instead of dataset_name, as `trl grpo` does
+    defaults = task_defaults(dataset) if isinstance(dataset, str) and not mixture else {}
     script_args, training_args, model_args = parse_recipe(
         (ScriptArguments, PolyEPOConfig, ModelConfig), argv, defaults
     )
@@ -69,7 +72,57 @@ def stop(message: str, code: int, once: bool = False) -> NoReturn:
     raise SystemExit(code)
 
 
+LAUNCH_TRIGGERS = ("--accelerate_config", "--num_processes")
+
+
+def launch_flags() -> dict[str, bool]:
+    """``accelerate launch``'s own options that no recipe key shadows, each with whether it takes a value."""
+    from accelerate.commands.launch import launch_command_parser
+
+    recipe = {f"--{f.name}" for cls in (ScriptArguments, PolyEPOConfig, ModelConfig) for f in fields(cls)}
+    flags = {"--accelerate_config": True}
+    for action in launch_command_parser()._actions:
+        for option in action.option_strings:
+            if option.startswith("--") and option not in recipe and option != "--help":
+                flags[option] = action.nargs != 0
+    return flags
+
+
+def split_launch_args(argv: list[str]) -> tuple[list[str], list[str]]:
+    """``argv`` as (``accelerate launch``'s options, the recipe's)."""
+    flags, launch, recipe = launch_flags(), [], []
+    items = iter(argv)
+    for arg in items:
+        name = arg.split("=", 1)[0]
+        if name not in flags:
+            recipe.append(arg)
+            continue
+        launch.append(arg)
+        if flags[name] and "=" not in arg:
+            launch.append(next(items, ""))
+    return launch, recipe
+
+
+def launch(argv: list[str]) -> None:
+    """``poly-epo train --accelerate_config zero2 --num_processes 8 ...``: start ``accelerate launch -m
+    poly_epo_trl.train`` with those options, as ``trl grpo`` does (``--accelerate_config``: a file, or the name of a
+    config TRL ships: zero1/2/3, fsdp1/2, multi_gpu, single_gpu); the other arguments go to every process."""
+    from accelerate.commands.launch import launch_command, launch_command_parser
+    from trl.cli.accelerate_config import resolve_accelerate_config_argument
+
+    launch_args, recipe_args = split_launch_args(argv)
+    try:
+        launch_args = resolve_accelerate_config_argument(launch_args)
+    except ValueError as error:
+        stop(f"error: --accelerate_config: {error}", 2)
+    command = launch_command_parser().parse_args([*launch_args, "--module", "poly_epo_trl.train", *recipe_args])
+    launch_command(command)
+
+
 def main(argv: list[str] | None = None) -> Any:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "WORLD_SIZE" not in os.environ and any(a.split("=", 1)[0] in LAUNCH_TRIGGERS for a in argv):
+        return launch(argv)
     setup_logging()
     try:
         script_args, training_args, model_args = parse(argv)
@@ -88,6 +141,8 @@ def main(argv: list[str] | None = None) -> Any:
         return parts
     try:
         trainer = run(script_args, training_args, model_args, parts)
+        if trainer is not None:
+            finish(trainer, script_args, training_args)
     except RecipeError as error:
         stop(f"error: {error}", 2, once=True)
     except (JudgeFailing, CheckpointFailed) as error:
@@ -129,6 +184,17 @@ def run(
     return trainer
 
 
+def finish(trainer: Any, script_args: ScriptArguments, training_args: PolyEPOConfig) -> None:
+    """The end of a run, as TRL's GRPO script ends it: with ``push_to_hub``, the model, its card (the method, the
+    judge, the set size, the paper) and the run's files go to the Hub repository ``hub_model_id``, named after the
+    dataset; then ``trainer.end()`` finishes the trackers and the process group."""
+    if training_args.push_to_hub:
+        trainer.push_to_hub(dataset_name=hub_dataset_name(script_args))
+        if trainer.accelerator.is_main_process:
+            print(f"pushed to the Hub: {trainer.hub_model_id}", flush=True)
+    trainer.end()
+
+
 def save_curves(trainer: Any, output_dir: str) -> Path | None:
     """The run's log history (``trainer_state.json``) and its curves (``training_curves.png``, as ``poly-epo
     plot`` draws them) in ``output_dir``, by the main process; None elsewhere or when nothing was logged."""
@@ -158,6 +224,7 @@ def make_trainer(
         reward_funcs=parts.reward_funcs,
         args=training_args,
         train_dataset=parts.train_dataset,
+        eval_dataset=parts.eval_dataset,
         peft_config=get_peft_config(model_args),
         quantization_config=get_quantization_config(model_args),
         **kwargs,

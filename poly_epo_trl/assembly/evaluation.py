@@ -17,6 +17,7 @@ from ..data import (
     DatasetArguments,
     check_model_path,
     check_output_dir,
+    conversational,
     format_dataset,
     load_training_problems,
     problem_fingerprints,
@@ -231,7 +232,7 @@ def assemble_evaluation(args: EvalArguments) -> EvaluationParts:
         raise RecipeError(str(error)) from None
     table = load_rows(args, args.dataset_split)
     check_held_out(args, table, checkpoints)
-    agent, keep = agent_parts(args, args.chat_format, table, rewards)
+    agent, keep = agent_parts(args, conversational(table, args), table, rewards)
     if judge is not None and agent:  # the judge's task names what the agent could call, as in training
         judge.tell_tools(describe_tools(agent_tools(agent)))
     rows = list(format_dataset(table, args, args.max_problems, keep=keep))
@@ -245,7 +246,7 @@ def check_held_out(args: EvalArguments, table: Any, checkpoints: list[tuple[str,
     """Refuse problems a checkpoint was trained on (from the fingerprints its training run saved)."""
     if args.eval_on_training_rows:
         return
-    held_out = problem_fingerprints(table, args.prompt_column, args.max_problems)
+    held_out = problem_fingerprints(table, args, args.max_problems)
     for label, path in checkpoints:
         record = load_training_problems(path)
         if record is not None:

@@ -43,10 +43,12 @@ def parse_and_run(parse: Callable[[Any], A], run: Callable[[A], R], argv: list[s
 
 
 def resolve_rewards(args: Any, weights: list[float] | None) -> list[Any]:
-    """The reward functions ``args.reward_funcs`` names (``args`` holds their settings), checked against
-    ``weights`` (one per reward, or None)."""
+    """The rewards of the recipe, checked against ``weights`` (one per reward, or None): its reward model
+    (``reward_model_name_or_path``, as a path or id for TRL to load) first, as ``trl grpo`` orders them, then the
+    reward functions ``args.reward_funcs`` names (``args`` holds their settings)."""
+    model = getattr(args, "reward_model_name_or_path", None)
     try:
-        rewards = [resolve_reward(name, args) for name in args.reward_funcs]
+        rewards = [*([model] if model else []), *(resolve_reward(name, args) for name in args.reward_funcs)]
     except (ValueError, SandboxUnavailable) as error:
         raise RecipeError(str(error)) from None
     if weights is not None and len(weights) != len(rewards):

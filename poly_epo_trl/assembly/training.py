@@ -9,15 +9,18 @@ import logging
 import os
 import shutil
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from trl import ModelConfig
 
 from ..checks import RecipeError
+from ..constants import BUILTIN_PREFIX
 from ..data import (
     DatasetArguments,
     check_model_path,
     check_output_dir,
+    conversational,
     drop_long_prompts,
     format_dataset,
     problem_fingerprints,
@@ -44,6 +47,16 @@ class ScriptArguments(DatasetArguments, AgentArguments):
     """What to train on, with which rewards, and with which trainer (the rest is PolyEPOConfig and ModelConfig)."""
 
     dataset_train_split: str = field(default="train", metadata={"help": "Split to train on."})
+    reward_model_name_or_path: str | None = field(
+        default=None,
+        metadata={
+            "help": "A reward model (a sequence classifier: Hub id or local folder), scored before reward_funcs, as "
+            "`trl grpo` takes it."
+        },
+    )
+    ignore_bias_buffers: bool = field(
+        default=False, metadata={"help": "TRL's script argument; TRL's GRPO script does not use it, nor does this."}
+    )
     max_train_samples: int | None = field(default=None, metadata={"help": "Keep only the first rows (smoke tests)."})
     trainer: str = field(
         default="poly_epo", metadata={"help": "'poly_epo', 'grpo' (Dr.GRPO baseline) or 'grpo_div' (GRPO+DIV)."}
@@ -88,7 +101,7 @@ class ScriptArguments(DatasetArguments, AgentArguments):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        self.settle_reward_funcs()
+        self.settle_reward_funcs(self.reward_model_name_or_path)
         if self.eval_vote_answer not in VOTE_MODES:
             raise RecipeError(f"eval_vote_answer={self.eval_vote_answer!r}: use one of {list(VOTE_MODES)}.")
         if self.max_train_samples is not None and self.max_train_samples < 1:
@@ -106,8 +119,9 @@ class ScriptArguments(DatasetArguments, AgentArguments):
 class TrainingParts:
     """What a trainer is built from, besides the model and the configs: the reward functions, the formatted training
     rows, the judge (None for Dr.GRPO without held-out rows), the held-out rows (None without
-    ``eval_dataset_name``), the fingerprints of the training problems, and an agent's ``environment_factory`` and
-    ``tools`` as the trainer takes them (empty for a plain policy)."""
+    ``eval_dataset_name``), the fingerprints of the training problems, an agent's ``environment_factory`` and
+    ``tools`` as the trainer takes them (empty for a plain policy), and the rows of TRL's own evaluation (with
+    ``eval_strategy``, as ``trl grpo`` passes ``eval_dataset``)."""
 
     reward_funcs: list[Any]
     train_dataset: Any
@@ -115,6 +129,7 @@ class TrainingParts:
     eval_rows: list[dict[str, Any]] | None
     training_problems: set[str]
     agent: dict[str, Any]
+    eval_dataset: Any = None  # TRL's own evaluation (eval_strategy), on dataset_test_split of the training source
 
 
 def check_judge(judge: ClusteringJudge, budget: float = PROBE_BUDGET_SECONDS) -> None:
@@ -160,19 +175,27 @@ def assemble_training(
     check_model_path(model_args.model_name_or_path)
     check_output_dir(training_args.output_dir)
     check_quantization(model_args)
+    check_hub(training_args)
     mismatch = precision_mismatch(training_args)
     if mismatch:
         raise RecipeError(mismatch)
     rewards = resolve_rewards(script_args, training_args.reward_weights)
+    if script_args.reward_model_name_or_path:
+        check_model_path(script_args.reward_model_name_or_path, "reward_model_name_or_path")
+        if script_args.eval_dataset_name:
+            raise RecipeError(
+                "reward_model_name_or_path with eval_dataset_name: the held-out evaluation scores with reward "
+                "functions only. Drop eval_dataset_name, or name reward functions instead of a reward model."
+            )
     table = load_rows(script_args, script_args.dataset_train_split)
-    agent, keep = agent_parts(script_args, script_args.chat_format, table, rewards)
+    agent, keep = agent_parts(script_args, conversational(table, script_args), table, rewards)
     tokenizer = None
     if agent:
         tokenizer = load_tokenizer(
             model_args.model_name_or_path, model_args.model_revision, "environment_factory and tools"
         )
         check_tool_template(tokenizer)
-    trained = problem_fingerprints(table, script_args.prompt_column, script_args.max_train_samples)
+    trained = problem_fingerprints(table, script_args, script_args.max_train_samples)
     dataset = format_dataset(table, script_args, script_args.max_train_samples, keep=keep)
     if script_args.max_prompt_tokens is not None and len(dataset):
         tokenizer = tokenizer or load_tokenizer(model_args.model_name_or_path, model_args.model_revision)
@@ -211,11 +234,39 @@ def assemble_training(
             raise RecipeError(f"eval_dataset_name={script_args.eval_dataset_name!r} has no problems.")
         if not script_args.eval_on_training_rows:
             refuse_training_rows(
-                problem_fingerprints(eval_table, held_out.prompt_column, script_args.eval_max_problems),
+                problem_fingerprints(eval_table, held_out, script_args.eval_max_problems),
                 trained,
                 f"eval_dataset_name={script_args.eval_dataset_name!r} (split {script_args.dataset_test_split!r})",
             )
-    return TrainingParts(rewards, dataset, judge, eval_rows, trained, agent)
+    eval_dataset = None
+    if training_args.eval_strategy != "no":  # as trl grpo: the training source's test split
+        eval_table = load_rows(script_args, script_args.dataset_test_split)
+        eval_dataset = format_dataset(eval_table, script_args, script_args.eval_max_problems, keep=keep)
+    return TrainingParts(rewards, dataset, judge, eval_rows, trained, agent, eval_dataset)
+
+
+def check_hub(training_args: PolyEPOConfig) -> None:
+    """RecipeError for ``push_to_hub`` that cannot push: offline, or no token (the run would stop at its start)."""
+    if not training_args.push_to_hub:
+        return
+    if os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes", "on"):
+        raise RecipeError("push_to_hub: true, but HF_HUB_OFFLINE is set: unset it to push, or set push_to_hub: false.")
+    from huggingface_hub import get_token
+
+    if not (training_args.hub_token or get_token()):
+        raise RecipeError(
+            "push_to_hub: true, but no Hub token: run `hf auth login`, set HF_TOKEN, or set hub_token; or set "
+            "push_to_hub: false."
+        )
+
+
+def hub_dataset_name(script_args: ScriptArguments) -> str | None:
+    """The dataset a pushed model's card names: ``dataset_name`` when it is a Hub id (not a local path, a built-in
+    task or a mixture), as ``trl grpo`` passes it to ``push_to_hub``."""
+    name = script_args.dataset_name
+    if script_args.datasets or not name or name.startswith(BUILTIN_PREFIX) or Path(name).expanduser().exists():
+        return None
+    return name
 
 
 def held_out_scoring(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from . import trl_rewards  # noqa: F401  (registers TRL's reward names)
 from .base import REWARDS
 from .code import OUTCOMES, TRUST_MODES, CodeReward, CodeVerdict, code_reward, extract_code
 from .math import MathVerifier, math_reward
@@ -13,7 +14,8 @@ from .unit_tests import BadTests, plan_tests
 
 
 def resolve_reward(name: str, options: Any = None) -> Callable:
-    """A registered reward's name (``"math"``, ``"code"``, a task's reward) or ``"package.module:function"``.
+    """A registered reward's name (``"math"``, ``"code"``, a task's reward, TRL's ``"accuracy_reward"`` ...), or
+    ``"package.module:function"`` (or TRL's dotted ``"package.module.function"``).
 
     ``options`` (DatasetArguments) sets up ``"code"``: sandbox mode, trust mode, limits. SandboxUnavailable when
     the sandbox cannot run here."""

@@ -26,8 +26,9 @@ def builtin_task(dataset_name: str) -> Task | None:
 
 
 def load_rows(args: DatasetArguments, split: str) -> Dataset:
-    """The raw rows of ``split``: a built-in task's (``builtin:<task>``), else the table ``data.load_table`` reads."""
-    task = builtin_task(args.dataset_name)
+    """The raw rows of ``split``: a built-in task's (``builtin:<task>``), else the table ``data.load_table`` reads
+    (a ``datasets`` mixture comes before ``dataset_name``)."""
+    task = None if args.datasets else builtin_task(args.dataset_name)
     return load_table(args, split) if task is None else task.rows(split)
 
 
