@@ -1,0 +1,347 @@
+"""A drop-in where people already train: the trainers take a script's own GRPOConfig, TRL's own GRPO script runs with
+only its import changed, and a recipe written for `trl grpo` runs through `poly-epo train`."""
+
+import difflib
+import json
+import logging
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+import trl
+import yaml
+from agents import save_tool_model
+from tiny import SMALL, save_tiny_model, toy_dataset
+from transformers import AutoTokenizer, Qwen3Config, Qwen3ForSequenceClassification
+from trl import GRPOConfig
+
+from poly_epo_trl import GRPODivTrainer, PolyEPOConfig, PolyEPOTrainer
+from poly_epo_trl.advantages import scale_advantages
+from poly_epo_trl.tasks.sum_pair import sum_pair_reward
+from poly_epo_trl.train import main
+
+ROOT = Path(__file__).resolve().parents[1]
+TRL_SCRIPT = Path(trl.__file__).parent / "scripts" / "grpo.py"
+TRL_IMPORT = "from trl import GRPOTrainer, get_dataset, get_peft_config, get_quantization_config"
+SWAPPED_IMPORT = (
+    "from trl import get_dataset, get_peft_config, get_quantization_config; "
+    "from poly_epo_trl import PolyEPOTrainer as GRPOTrainer"
+)
+ENV = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled"}
+QUESTIONS = {"a": [(1, 2), (3, 4), (5, 6), (2, 2)], "b": [(7, 1), (9, 9), (4, 4), (6, 2)]}
+
+
+@pytest.fixture(scope="module")
+def chat_model(tmp_path_factory) -> Path:
+    """A tiny chat model: byte-level tokens and Qwen3's chat template, random weights."""
+    return save_tool_model(tmp_path_factory.mktemp("chat") / "model")
+
+
+def conversational_math(folder: Path, pairs: list[tuple[int, int]]) -> Path:
+    """A local dataset in TRL's standard conversational format: a `prompt` conversation and a `solution`, as
+    `trl grpo`'s accuracy_reward reads it."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with (folder / "train.jsonl").open("w") as file:
+        for x, y in pairs:
+            question = f"What is {x} + {y}? Think inside <think></think>, then answer in \\boxed{{}}."
+            file.write(
+                json.dumps({"prompt": [{"role": "user", "content": question}], "solution": f"${x + y}$"}) + "\n"
+            )
+    return folder
+
+
+def trl_recipe(model: Path, out: Path, **keys) -> dict:
+    """A recipe as `trl grpo` takes it (TRL's keys and reward names), sized for two CPU steps."""
+    return {
+        "model_name_or_path": str(model),
+        "reward_funcs": ["accuracy_reward", "think_format_reward"],
+        "num_generations": 8,
+        "per_device_train_batch_size": 8,
+        "max_steps": 2,
+        "max_completion_length": 12,
+        "logging_steps": 1,
+        "report_to": "none",
+        "save_strategy": "no",
+        "use_cpu": True,
+        "bf16": False,
+        "output_dir": str(out),
+        **keys,
+    }
+
+
+def write_yaml(path: Path, recipe: dict) -> Path:
+    path.write_text(yaml.safe_dump(recipe))
+    return path
+
+
+# ------------------------------------------------------------------------------------------ a script's GRPOConfig
+
+
+def test_a_scripts_grpo_config_is_kept_and_the_set_settings_come_from_keywords(tmp_path, caplog):
+    model = save_tiny_model(tmp_path / "model")
+    small = {k: v for k, v in SMALL.items() if k != "set_size"}
+    args = GRPOConfig(output_dir=str(tmp_path / "out"), **small, bf16=False, max_completion_length=8, beta=0.01)
+    with caplog.at_level(logging.WARNING):
+        trainer = PolyEPOTrainer(
+            model=str(model), reward_funcs=sum_pair_reward, args=args, train_dataset=toy_dataset(), set_size=3
+        )
+    assert trainer.args is args and (args.loss_type, args.scale_rewards, args.beta) == ("dapo", "group", 0.01)
+    assert trainer.settings.set_size == 3 and trainer.settings.judge == "answer"  # the judge default of args=None
+    departures = [r.getMessage() for r in caplog.records if "differ from the paper's" in r.getMessage()]
+    assert len(departures) == 1
+    for said in ("loss_type='dapo'", "scale_rewards='group'", "beta=0.01", "epsilon_high=None"):
+        assert said in departures[0]
+    trainer.train()
+    logged = trainer.state.log_history[0]
+    assert "poly_epo/set_score" in logged and "judge/groups" in logged
+    # the set advantages, divided by their group's std as the script's scale_rewards='group' asks
+    batch = trainer.last_set_batch
+    unscaled, _ = trainer.compute_set_advantages(batch.rewards, batch.cluster_ids)
+    expected = scale_advantages(unscaled, "group", ~torch.isnan(batch.rewards))
+    torch.testing.assert_close(batch.advantages, expected)
+
+
+def test_keywords_are_checked_as_config_fields(tmp_path):
+    model = save_tiny_model(tmp_path / "model")
+    small = {k: v for k, v in SMALL.items() if k != "set_size"}
+    args = GRPOConfig(output_dir=str(tmp_path / "out"), **small, bf16=False)
+    common = {"model": str(model), "reward_funcs": sum_pair_reward, "train_dataset": toy_dataset()}
+    with pytest.raises(ValueError, match="set_size=8 with num_generations=8"):
+        PolyEPOTrainer(**common, args=args, set_size=8)
+    with pytest.raises(ValueError, match="set_size='4' is str: it must be int"):
+        PolyEPOTrainer(**common, args=args, set_size="4")
+    with pytest.raises(TypeError, match="set them on the PolyEPOConfig"):
+        PolyEPOTrainer(**common, args=PolyEPOConfig(**{**SMALL, "output_dir": str(tmp_path / "o")}), set_size=3)
+    with pytest.raises(ValueError, match="multi_objective_aggregation"):
+        normalize = GRPOConfig(
+            **{**small, "output_dir": str(tmp_path / "o")}, multi_objective_aggregation="normalize_then_sum"
+        )
+        PolyEPOTrainer(**common, args=normalize)
+    div = GRPODivTrainer(**common, args=args, diversity_coef=0.25, judge="distinct")
+    assert div.args is args and div.settings.diversity_coef == 0.25 and div.reward_weights[-1].item() == 0.25
+
+
+# ----------------------------------------------------------------------------------- TRL's own GRPO script, swapped
+
+
+def swapped_script(tmp_path: Path) -> Path:
+    """The installed `trl/scripts/grpo.py` with only its import line changed."""
+    original = TRL_SCRIPT.read_text()
+    assert original.count(TRL_IMPORT) == 1, "TRL's script changed its import line: update TRL_IMPORT"
+    copy = tmp_path / "grpo_poly_epo.py"
+    copy.write_text(original.replace(TRL_IMPORT, SWAPPED_IMPORT))
+    changed = [
+        line
+        for line in difflib.unified_diff(original.splitlines(), copy.read_text().splitlines(), lineterm="", n=0)
+        if line[:1] in "+-" and not line.startswith(("+++", "---"))
+    ]
+    assert [(line[0], line[1:].strip()) for line in changed] == [("-", TRL_IMPORT), ("+", SWAPPED_IMPORT)]
+    return copy
+
+
+@pytest.mark.parametrize("trainer", ["GRPOTrainer", "PolyEPOTrainer"])
+def test_trl_grpo_script_trains_with_the_trainer_swapped(trainer, chat_model, tmp_path):
+    """TRL's GRPO script trains a chat model offline on conversational math with TRL's rewards: unchanged (the
+    control), and with `PolyEPOTrainer` imported as `GRPOTrainer`, logging Poly-EPO's metrics."""
+    script = TRL_SCRIPT if trainer == "GRPOTrainer" else swapped_script(tmp_path)
+    data = conversational_math(tmp_path / "math", QUESTIONS["a"] + QUESTIONS["b"])
+    recipe = write_yaml(tmp_path / "grpo.yaml", trl_recipe(chat_model, tmp_path / "out", dataset_name=str(data)))
+    result = subprocess.run(
+        [sys.executable, str(script), "--config", str(recipe)], env=ENV, capture_output=True, text=True, timeout=600
+    )
+    logs = result.stdout + result.stderr
+    assert result.returncode == 0, logs[-4000:]
+    assert "Training completed" in logs and (tmp_path / "out" / "model.safetensors").exists()
+    assert "'rewards/accuracy_reward/mean'" in logs and "'rewards/think_format_reward/mean'" in logs
+    if trainer == "GRPOTrainer":
+        assert "poly_epo/" not in logs
+    else:
+        assert logs.count("'poly_epo/set_score'") == 2 and logs.count("'judge/groups': '1'") == 2
+        assert logs.count("differ from the paper's") == 1 and "loss_type='dapo' (paper: 'dr_grpo')" in logs
+
+
+# ------------------------------------------------------------------------------ a `trl grpo` recipe, `poly-epo train`
+
+
+def test_a_trl_grpo_recipe_with_a_dataset_mixture_trains_through_poly_epo_train(chat_model, tmp_path, monkeypatch):
+    """TRL's keys, its reward names and a mixture of two local datasets, with `trainer` and `judge` added: the
+    conversational prompts reach the trainer as they are, TRL's rewards see the `solution` column, and the run ends
+    with `trainer.end()`."""
+    a = conversational_math(tmp_path / "a", QUESTIONS["a"])
+    b = conversational_math(tmp_path / "b", QUESTIONS["b"])
+    recipe = trl_recipe(chat_model, tmp_path / "out", datasets=[{"path": str(a)}, {"path": str(b)}])
+    recipe |= {"trainer": "poly_epo", "judge": "answer", "activation_checkpointing": False}
+    path = write_yaml(tmp_path / "recipe.yaml", recipe)
+    parts = main(["--config", str(path), "--dry_run", "true"])
+    rows = list(parts.train_dataset)
+    originals = [json.loads(line) for f in (a, b) for line in (f / "train.jsonl").read_text().splitlines()]
+    assert [row["prompt"] for row in rows] == [row["prompt"] for row in originals]  # no instruction, no wrapping
+    assert [row["solution"] for row in rows] == [row["solution"] for row in originals]
+    ended = []
+    monkeypatch.setattr(PolyEPOTrainer, "end", lambda self: ended.append(self), raising=False)
+    trainer = main(["--config", str(path)])
+    assert ended == [trainer]
+    logged = trainer.state.log_history[0]
+    assert "rewards/accuracy_reward/mean" in logged and "rewards/think_format_reward/mean" in logged
+    assert "poly_epo/distinct_clusters" in logged
+
+
+def test_trl_names_dotted_paths_and_a_reward_model(chat_model, tmp_path, monkeypatch):
+    """`reward_model_name_or_path` is scored first, then the rewards by TRL's name and by dotted import path, as
+    `trl grpo` orders and imports them (the working directory on the path)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "my_rewards.py").write_text(
+        "def short(completions, **kwargs):\n    return [1.0 / (1 + len(str(c))) for c in completions]\n"
+    )
+    tokenizer = AutoTokenizer.from_pretrained(chat_model)
+    config = Qwen3Config(
+        vocab_size=len(tokenizer), hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
+        num_key_value_heads=2, head_dim=8, num_labels=1, pad_token_id=tokenizer.pad_token_id,
+    )  # fmt: skip
+    Qwen3ForSequenceClassification(config).save_pretrained(tmp_path / "scorer")
+    tokenizer.save_pretrained(tmp_path / "scorer")
+    data = conversational_math(tmp_path / "math", QUESTIONS["a"] + QUESTIONS["b"])
+    recipe = trl_recipe(chat_model, tmp_path / "out", dataset_name=str(data), max_steps=1)
+    recipe |= {"reward_funcs": ["think_format_reward", "my_rewards.short"], "judge": "distinct"}
+    recipe |= {"reward_model_name_or_path": str(tmp_path / "scorer"), "activation_checkpointing": False}
+    trainer = main(["--config", str(write_yaml(tmp_path / "recipe.yaml", recipe))])
+    assert trainer.reward_func_names == ["scorer", "think_format_reward", "short"]
+    logged = trainer.state.log_history[0]
+    assert {"rewards/scorer/mean", "rewards/short/mean"} <= set(logged) and logged["rewards/short/mean"] > 0
+
+
+def test_conversations_keep_their_turns_and_text_prompts_stay_text(tmp_path):
+    """TRL's `prompt` column as it is (text stays text, no instruction); an instruction or system prompt only when
+    the recipe asks, on the last user turn; a problem column still gets the math instruction as a chat message."""
+    from poly_epo_trl.data import MATH_INSTRUCTION, DatasetArguments, format_dataset, load_table
+
+    table = tmp_path / "rows.jsonl"
+    conversation = [
+        {"role": "user", "content": "Hi"},
+        {"role": "assistant", "content": "Yes?"},
+        {"role": "user", "content": "1+1?"},
+    ]
+    table.write_text(json.dumps({"prompt": conversation, "solution": "2"}) + "\n")
+    rows = load_table(DatasetArguments(dataset_name=str(table)), "train")
+    assert format_dataset(rows, DatasetArguments())[0]["prompt"] == conversation
+    asked = format_dataset(rows, DatasetArguments(instruction="Be brief.", system_prompt="You add."))[0]["prompt"]
+    assert asked[0] == {"role": "system", "content": "You add."} and asked[1:3] == conversation[:2]
+    assert asked[3] == {"role": "user", "content": "1+1?\n\nBe brief."}
+    text = tmp_path / "text.jsonl"
+    text.write_text(json.dumps({"prompt": "Q: 1+1? A:", "solution": "2"}) + "\n")
+    assert (
+        format_dataset(load_table(DatasetArguments(dataset_name=str(text)), "train"), DatasetArguments())[0]["prompt"]
+        == "Q: 1+1? A:"
+    )
+    problem = tmp_path / "problem.jsonl"
+    problem.write_text(json.dumps({"problem": "1+1?", "answer": 2}) + "\n")
+    made = format_dataset(load_table(DatasetArguments(dataset_name=str(problem)), "train"), DatasetArguments())[0]
+    assert made["prompt"] == [{"role": "user", "content": f"1+1?\n\n{MATH_INSTRUCTION}"}]
+
+
+def run_cli(argv, capsys) -> str:
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    errors = [line for line in err.replace("\r", "\n").splitlines() if line.startswith("error:")]
+    assert "Traceback" not in err and len(errors) == 1  # one line (a progress bar of datasets' aside)
+    return errors[0]
+
+
+def test_what_cannot_be_honoured_stops_at_the_door_with_one_line(chat_model, tmp_path, capsys):
+    data = conversational_math(tmp_path / "math", QUESTIONS["a"])
+    base = trl_recipe(chat_model, tmp_path / "out", dataset_name=str(data))
+    path = write_yaml(tmp_path / "recipe.yaml", base)
+    dry = ["--config", str(path), "--dry_run", "true"]
+    assert "Set dataset_streaming: false" in run_cli([*dry, "--dataset_streaming", "true"], capsys)
+    mixture = write_yaml(tmp_path / "mix.yaml", {**base, "datasets": [{"pth": str(data)}]})
+    assert "datasets[0]: unknown keys ['pth']" in run_cli(["--config", str(mixture), "--dry_run", "true"], capsys)
+    split = write_yaml(tmp_path / "split.yaml", {**base, "datasets": [{"path": str(data)}], "streaming": True})
+    assert "Set streaming: false" in run_cli(["--config", str(split), "--dry_run", "true"], capsys)
+    assert "chat_format: false, but the prompts" in run_cli([*dry, "--chat_format", "false"], capsys)
+    err = run_cli([*dry, "--reward_funcs", "accuracy_rewards"], capsys)
+    assert "Unknown reward 'accuracy_rewards'" in err and "'accuracy_reward'" in err
+    err = run_cli([*dry, "--push_to_hub", "true"], capsys)
+    assert "HF_HUB_OFFLINE is set" in err
+
+
+def test_accelerate_options_launch_accelerate(tmp_path):
+    """`poly-epo train --accelerate_config <file> --num_processes 2` starts `accelerate launch` itself, as `trl grpo`
+    does: two processes train the recipe."""
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "poly_epo_trl.cli", "train", "--accelerate_config"]
+    command += [str(ROOT / "recipes/accelerate_configs/ddp.yaml"), "--num_processes", "2", "--mixed_precision", "no"]
+    command += ["--config", "recipes/tiny/poly_epo/config_cpu.yaml", "--max_steps", "1", "--output_dir", str(out)]
+    result = subprocess.run(command, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=600)
+    logs = result.stdout + result.stderr
+    assert result.returncode == 0, logs[-3000:]
+    assert "engine: DDP on 2 processes" in logs and (out / "model.safetensors").exists()
+    assert re.search(r"'judge/groups': '16'", logs)  # 2 processes x 8 groups of 8 rows, judged once each
+
+
+def test_an_unknown_accelerate_config_name_is_refused(tmp_path):
+    command = [sys.executable, "-m", "poly_epo_trl.cli", "train", "--accelerate_config", "zero9", "--config", "x.yaml"]
+    result = subprocess.run(command, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and "zero9 is neither a file nor a valid config" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+# ------------------------------------------------------------------------------------------------ the end of a run
+
+
+@pytest.fixture
+def hub(tmp_path):
+    """The Hub's upload API, stood in for by `tests/hub_server.py` on loopback: (its endpoint, its store)."""
+    store = tmp_path / "hub"
+    server = subprocess.Popen(
+        [sys.executable, str(ROOT / "tests" / "hub_server.py"), "--port", "0", "--store", str(store)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        port = int(server.stdout.readline().split()[1])
+        yield f"http://127.0.0.1:{port}", store
+    finally:
+        server.kill()
+        server.wait()
+
+
+def test_push_to_hub_uploads_the_model_and_a_card_naming_poly_epo_the_judge_and_the_set_size(hub, tmp_path):
+    """As `trl grpo` ends a run: `push_to_hub` sends the model, its tokenizer and a model card to `hub_model_id`
+    (here through real huggingface_hub calls to a stand-in of the Hub's upload API)."""
+    endpoint, store = hub
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "poly_epo_trl.train", "--config", "recipes/tiny/poly_epo/config_cpu.yaml"]
+    command += ["--max_steps", "1", "--output_dir", str(out), "--push_to_hub", "true"]
+    command += ["--hub_model_id", "lab/tiny-poly-epo"]
+    env = {**ENV, "HF_HUB_OFFLINE": "0", "HF_ENDPOINT": endpoint, "HF_TOKEN": "hf_standin", "HF_HOME": str(tmp_path)}
+    result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    logs = result.stdout + result.stderr
+    assert result.returncode == 0, logs[-3000:]
+    assert "pushed to the Hub: lab/tiny-poly-epo" in logs
+    requests = [json.loads(line) for line in (store / "requests.jsonl").read_text().splitlines()]
+    posts = [r for r in requests if r["method"] == "POST"]
+    assert all(r["token"] == "Bearer " for r in posts)
+    assert posts[0]["path"] == "/api/repos/create" and posts[0]["repo"] == "lab/tiny-poly-epo"
+    final = [r for r in posts if r.get("summary") == "End of training"]
+    assert len(final) == 1 and {"model.safetensors", "README.md", "tokenizer.json"} <= set(final[0]["files"])
+    pushed = store / "lab" / "tiny-poly-epo"
+    assert (pushed / "model.safetensors").read_bytes() == (out / "model.safetensors").read_bytes()
+    card = (pushed / "README.md").read_text()
+    assert "This model was trained with Poly-EPO" in card and "https://huggingface.co/papers/2604.17654" in card
+    assert "## Poly-EPO settings" in card and "- Judge: `sum_pair`" in card and "sets of n = 4" in card
+    assert "@article{orney2026polyepo" in card and "poly-epo" in card.split("---")[1]  # the citation, the tag
+
+
+def test_push_to_hub_without_a_token_stops_at_the_door(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    monkeypatch.setenv("HF_HOME", str(tmp_path))
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    argv = ["--config", "recipes/tiny/poly_epo/config_cpu.yaml", "--dry_run", "true", "--push_to_hub", "true"]
+    monkeypatch.chdir(ROOT)
+    assert "no Hub token: run `hf auth login`" in run_cli([*argv, "--output_dir", str(tmp_path / "o")], capsys)
