@@ -31,7 +31,7 @@ from transformers import AutoTokenizer, TrainerCallback
 from trl import GRPOConfig, GRPOTrainer
 
 from poly_epo_trl import PolyEPOConfig, PolyEPOTrainer
-from poly_epo_trl.trainer import judged_groups, poly_epo_trainer
+from poly_epo_trl.trainer import poly_epo_trainer
 
 EVENTS: list[tuple[str, float, float]] = []  # (what, start, end), perf_counter seconds
 
@@ -152,7 +152,7 @@ def overhead(model_dir: Path, steps: int) -> None:
 
     for name in ("_generate", "_calculate_rewards", "_generate_and_score_completions"):
         timed(GRPOTrainer, name, f"trl/{name}")
-    timed(judged_groups._JudgedGroupsTrainer, "_generate", "ours/_generate")
+    timed(poly_epo_trainer.PolyEPOTrainer, "_generate", "ours/_generate")
     timed(poly_epo_trainer.PolyEPOTrainer, "_calculate_rewards", "ours/_calculate_rewards")
     timed(poly_epo_trainer.PolyEPOTrainer, "_generate_and_score_completions", "ours/_generate_and_score_completions")
 

@@ -39,13 +39,12 @@ from .evaluation.curves import FIGURE, plot_runs
 from .judges import JudgeFailing
 from .models import resolve_model
 from .tasks import task_defaults
-from .trainer import FiniteRewardsGRPOTrainer, GRPODivTrainer, PolyEPOConfig, PolyEPOTrainer
+from .trainer import TRAINERS, PolyEPOConfig
 from .trainer.engines import asked_engine, engine_mismatch, engine_of, final_model_from_checkpoint, save_final_model
 from .trainer.preemption import Preempted
 from .trainer.resume import CheckpointFailed, finished_step
 
 logger = logging.getLogger(__name__)
-TRAINERS = {"poly_epo": PolyEPOTrainer, "grpo": FiniteRewardsGRPOTrainer, "grpo_div": GRPODivTrainer}
 
 
 def parse(argv: list[str] | None = None) -> tuple[ScriptArguments, PolyEPOConfig, ModelConfig]:
@@ -218,7 +217,7 @@ def make_trainer(
     model = resolve_model(model_args.model_name_or_path)
     training_args.model_init_kwargs = model_init_kwargs(model_args, training_args)
     cls = TRAINERS[script_args.trainer]
-    kwargs = {"judge": parts.judge} if cls is not FiniteRewardsGRPOTrainer else {}
+    kwargs = {"judge": parts.judge} if cls.method_name != "grpo" else {}
     trainer = cls(
         model=model,
         reward_funcs=parts.reward_funcs,

@@ -81,7 +81,7 @@ def check_set_advantages(trainer) -> None:
     """Poly-EPO: the batch's advantages are the set advantages of its rewards and judged ids. GRPO+DIV: the
     diversity bonus column is that of the judged ids."""
     batch = trainer.last_set_batch
-    if isinstance(trainer, PolyEPOTrainer):
+    if trainer.method_name == "poly_epo":
         expected = marginal_set_advantages(batch.rewards.nan_to_num(0.0), batch.cluster_ids, trainer.args.set_size)
         torch.testing.assert_close(batch.advantages, expected)
     else:

@@ -100,7 +100,7 @@ def test_a_scripts_grpo_config_is_kept_and_the_set_settings_come_from_keywords(t
     assert "poly_epo/set_score" in logged and "judge/groups" in logged
     # the set advantages, divided by their group's std as the script's scale_rewards='group' asks
     batch = trainer.last_set_batch
-    unscaled, _ = trainer.compute_set_advantages(batch.rewards, batch.cluster_ids)
+    unscaled, _ = trainer.method.advantages(batch.rewards, batch.cluster_ids, trainer.settings)
     expected = scale_advantages(unscaled, "group", ~torch.isnan(batch.rewards))
     torch.testing.assert_close(batch.advantages, expected)
 

@@ -64,7 +64,7 @@ def test_the_pass_at_k_recipe_trains_on_cpu_with_the_papers_advantages(tmp_path)
     k = trainer.settings.set_size
     mixed = varied(batch.rewards, k)
     assert mixed.sum() >= 1 and set(batch.rewards.unique().tolist()) <= {0.0, 1.0}
-    _, set_means = trainer.compute_set_advantages(batch.rewards, batch.cluster_ids)
+    _, set_means = trainer.method.advantages(batch.rewards, batch.cluster_ids, trainer.settings)
     ours = divided_by_set_std(batch.advantages[mixed], set_means[mixed])
     torch.testing.assert_close(ours, chen_et_al(batch.rewards[mixed], k).to(ours.dtype))  # to float32 precision
     assert (batch.advantages[~mixed].abs() < 1e-6).all()

@@ -261,12 +261,12 @@ def infinite_sometimes(prompts, completions, **kwargs):
 def test_infinite_rewards_count_as_not_scored_and_never_reach_the_weights(model_dir, tmp_path, trainer_name, caplog):
     from trl import GRPOConfig
 
-    from poly_epo_trl.trainer import FiniteRewardsGRPOTrainer
+    from poly_epo_trl.trainer import DrGRPOTrainer
 
     common = dict(model=str(model_dir), reward_funcs=[infinite_sometimes, digit_fraction], train_dataset=toy_dataset())
     if trainer_name == "grpo":
         grpo_settings = {k: v for k, v in settings(tmp_path).items() if k != "set_size"}
-        trainer = FiniteRewardsGRPOTrainer(args=GRPOConfig(**grpo_settings, loss_type="dr_grpo"), **common)
+        trainer = DrGRPOTrainer(args=GRPOConfig(**grpo_settings, loss_type="dr_grpo"), **common)
     else:
         cls = PolyEPOTrainer if trainer_name == "poly_epo" else GRPODivTrainer
         trainer = cls(args=config(tmp_path), judge="answer:text", **common)

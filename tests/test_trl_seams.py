@@ -10,7 +10,7 @@ from trl import GRPOTrainer
 
 from poly_epo_trl import PolyEPOConfig, PolyEPOTrainer
 
-SEAM_MESSAGE = "TRL {} changed GRPOTrainer.{}: update the seams in poly_epo_trl/trainer/judged_groups.py"
+SEAM_MESSAGE = "TRL {} changed GRPOTrainer.{}: update the seams in poly_epo_trl/trainer/poly_epo_trainer.py"
 
 
 def test_the_seams_exist_with_the_signatures_we_override():

@@ -31,7 +31,7 @@ from ..judges import JudgeSettings
 from ..judges.prompts import describe_tools
 from ..models import resolve_model
 from ..tasks import load_rows
-from ..trainer import FiniteRewardsGRPOTrainer, PolyEPOConfig
+from ..trainer import DrGRPOTrainer, PolyEPOConfig
 from .shared import resolve_rewards
 
 DTYPES = ("auto", "float32", "float16", "bfloat16")
@@ -300,7 +300,7 @@ def make_episode_sampler(
         seed=args.seed,
     )
     try:
-        trainer = FiniteRewardsGRPOTrainer(
+        trainer = DrGRPOTrainer(
             model=path, args=config, reward_funcs=rewards, train_dataset=Dataset.from_list(rows), **agent
         )
     except (OSError, ValueError) as error:

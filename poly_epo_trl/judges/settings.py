@@ -235,13 +235,16 @@ class JudgeSettings:
             ),
         }
 
-    def make_judge(self, judge: Any = None, **overrides: Any) -> ClusteringJudge:
+    def make_judge(self, judge: Any = None, tools: str | None = None, **overrides: Any) -> ClusteringJudge:
         """The judge of these settings: ``judge`` (an object, a function or a spec; default the ``judge`` field)
         resolved with ``judge_options()`` updated by ``overrides``, waiting out outages up to
-        ``judge_max_outage_seconds``. This is the one way settings reach a judge."""
+        ``judge_max_outage_seconds``, told ``tools`` (what an agent could call). This is the one way settings reach
+        a judge."""
         spec = self.judge if judge is None else judge
         if spec is None:
             raise ValueError("No judge: set judge (e.g. 'answer', 'embedding', 'openai').")
         made = resolve_judge(spec, **{**self.judge_options(), **overrides})
         made.max_outage_seconds = self.judge_max_outage_seconds
+        if tools:
+            made.tell_tools(tools)
         return made

@@ -1,15 +1,20 @@
-"""The trainers: PolyEPOTrainer (set RL) and the paper's GRPO+DIV baseline, with their config."""
+"""The trainers: PolyEPOTrainer (set RL), the paper's GRPO+DIV and Dr.GRPO baselines, with their config."""
 
-from .config import PolyEPOConfig, load_objective
-from .finite_rewards import FiniteRewardsGRPOTrainer
-from .judged_groups import SetBatch
-from .poly_epo_trainer import GRPODivTrainer, PolyEPOTrainer
+from .config import PolyEPOConfig, PolyEPOSettings, load_objective
+from .methods import METHODS, TrainingMethod
+from .poly_epo_trainer import TRAINERS, DrGRPOTrainer, GRPODivTrainer, PolyEPOTrainer
+from .step import SetBatch, Step
 
 __all__ = [
-    "FiniteRewardsGRPOTrainer",
+    "METHODS",
+    "TRAINERS",
+    "DrGRPOTrainer",
     "GRPODivTrainer",
     "PolyEPOConfig",
+    "PolyEPOSettings",
     "PolyEPOTrainer",
     "SetBatch",
+    "Step",
+    "TrainingMethod",
     "load_objective",
 ]

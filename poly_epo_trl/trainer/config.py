@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import importlib.util
+import logging
 from collections.abc import Callable
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any
 
 from trl import GRPOConfig
+from trl.trainer.utils import get_config_model_id
 
 from ..advantages import BUILTIN_OBJECTIVES, DEGENERATE_CLUSTER_ID, ESTIMATORS, OBJECTIVES, REDUCTIONS, SCALINGS
 from ..checks import check_field_types
@@ -20,6 +22,7 @@ def load_objective(spec: str) -> str | Callable:
     return spec if spec in BUILTIN_OBJECTIVES else OBJECTIVES.get(spec)
 
 
+logger = logging.getLogger(__name__)
 VLLM_DTYPES = ("auto", "policy", "float32", "bfloat16", "float16")
 DEFAULT_JUDGE = "answer"  # what a trainer built without args judges with: the final answers, no server needed
 
@@ -193,6 +196,54 @@ class PolyEPOSettings(JudgeSettings):
     def judge_options(self) -> dict[str, Any]:
         """``JudgeSettings.judge_options`` plus this run's degenerate id."""
         return {**super().judge_options(), "degenerate_cluster_id": self.degenerate_cluster_id}
+
+
+def trainer_config(
+    trainer: str, suffix: str, args: tuple, kwargs: dict, judge: Any, values: dict[str, Any]
+) -> tuple[tuple, dict, PolyEPOSettings]:
+    """The GRPOTrainer arguments (``args``, ``kwargs``) with their config in place, and the run's Poly-EPO settings,
+    for ``trainer`` (its name, for errors) given ``judge=`` and the settings' keyword arguments ``values``:
+
+    - no config: ``PolyEPOConfig("<model name>-<suffix>")`` with ``values`` (as GRPOTrainer builds
+      ``GRPOConfig("<model name>-GRPO")``), judging with ``DEFAULT_JUDGE`` unless given a judge;
+    - a ``PolyEPOConfig``: its own settings (``values`` refused: they belong on the config);
+    - any other ``GRPOConfig``: kept as it is, the settings from ``values`` over the defaults (``DEFAULT_JUDGE``
+      unless given a judge); the GRPO settings that differ from the paper's are said once in the log."""
+    config = kwargs.get("args") if "args" in kwargs else (args[2] if len(args) > 2 else None)
+    if config is None:
+        model = kwargs.get("model", args[0] if args else None)
+        name = model if isinstance(model, str) else get_config_model_id(model.config)
+        values.setdefault("judge", DEFAULT_JUDGE if judge is None else None)
+        config = PolyEPOConfig(f"{name.split('/')[-1]}-{suffix}", **values)
+        if len(args) > 2:
+            args = (*args[:2], config, *args[3:])
+        else:
+            kwargs["args"] = config
+        return args, kwargs, config
+    if isinstance(config, PolyEPOConfig):
+        if values:
+            raise TypeError(
+                f"{trainer} got {sorted(values)} as keyword arguments and args=PolyEPOConfig(...): set them on the "
+                "PolyEPOConfig (keyword arguments are for a plain GRPOConfig)."
+            )
+        return args, kwargs, config
+    if not isinstance(config, GRPOConfig):
+        raise TypeError(
+            f"{trainer} needs args=GRPOConfig(...) (or PolyEPOConfig, with the paper's defaults), got "
+            f"{type(config).__name__}."
+        )
+    values.setdefault("judge", DEFAULT_JUDGE if judge is None else None)
+    settings = PolyEPOSettings.for_grpo(config, **values)
+    departures = departures_from_paper(config)
+    if departures:
+        logger.warning(
+            "%s with a %s: the run keeps its GRPO settings, and these differ from the paper's: %s. PolyEPOConfig has "
+            "the paper's defaults.",
+            trainer,
+            type(config).__name__,
+            ", ".join(departures),
+        )
+    return args, kwargs, settings
 
 
 def settings_names() -> frozenset[str]:

@@ -1,16 +1,38 @@
-"""PolyEPOTrainer: TRL's GRPOTrainer with the marginal set advantage in place of GRPO's advantage; GRPODivTrainer,
-the paper's GRPO+DIV baseline. Both judge their groups through ``judged_groups`` (its docstring names TRL's seams)."""
+"""PolyEPOTrainer: TRL's GRPOTrainer with the marginal set advantage of judged groups in place of GRPO's advantage.
+
+TRL 1.16 has no advantage hook, so the trainer uses three seams and calls ``super()`` for everything else
+(``tests/test_trl_seams.py`` pins them):
+
+1. ``_generate`` returns the decoded completions: there each process's groups go to the judge's event loop in the
+   background (``judging.GroupJudging.submit``), so the judge runs while TRL computes log-probs and rewards.
+2. ``_calculate_rewards`` returns the rewards gathered over all processes: there the verdicts are joined and the
+   method turns them into advantages (``methods``: the set advantage, GRPO+DIV's bonus, or none).
+3. ``_generate_and_score_completions`` puts each process's slice of them into the output and the completions table.
+
+A step's state lives in one ``step.Step``; a long run's (resume, preemption, a full disk) in ``keeper``. The only
+change from GRPOTrainer is the advantage: everything else, the loss included, is TRL's.
+"""
 
 from __future__ import annotations
 
 import textwrap
+import warnings
+from pathlib import Path
 from typing import Any, ClassVar
 
-import torch
+from trl import GRPOTrainer
 
-from ..advantages import diversity_bonus, group_relative_advantages, marginal_set_advantages, scale_advantages
-from .config import load_objective
-from .judged_groups import SetBatch, _JudgedGroupsTrainer
+from ..judges.prompts import describe_tools
+from .config import settings_names, trainer_config
+from .judging import GroupJudging
+from .keeper import LongRunKeeper
+from .methods import METHODS, TrainingMethod
+from .step import SetBatch, Step, replace_advantages, unscore_infinite
+from .vllm_engine import vllm_seams
+
+# TRL 1.16 reads `model.is_gradient_checkpointing` every step, which transformers 5.23 deprecates: the user cannot act
+# on that warning (it is not about their settings), so it is silenced; a recipe using `gradient_checkpointing` warns.
+warnings.filterwarnings("ignore", message=r"`is_gradient_checkpointing` is deprecated", category=FutureWarning)
 
 POLY_EPO_PAPER = {
     "title": "Polychromic Exploratory Policy Optimization",
@@ -25,136 +47,145 @@ POLY_EPO_PAPER = {
 }
 
 
-class PolyEPOTrainer(_JudgedGroupsTrainer):
-    """GRPOTrainer whose advantage is the marginal set advantage of the judged groups.
+class PolyEPOTrainer(GRPOTrainer):
+    """GRPOTrainer whose advantage is the marginal set advantage of the judged groups (``methods.SetAdvantage``).
 
-    Takes GRPOTrainer's arguments with ``args=PolyEPOConfig(...)``, plus ``judge=``: a ClusteringJudge, any function
-    ``judge(prompt: str, completions: list[str]) -> list[int]``, or a judge spec string.
+    Takes GRPOTrainer's arguments, with ``args`` any ``GRPOConfig`` (kept as it is; the Poly-EPO settings then come
+    as keyword arguments such as ``set_size=4``) or a ``PolyEPOConfig`` (the paper's defaults), plus ``judge=``: a
+    ClusteringJudge, any function ``judge(prompt: str, completions: list[str]) -> list[int]``, or a judge spec.
+    ``method=`` names another registered advantage (``methods.METHODS``).
     """
 
     _tag_names: ClassVar[list[str]] = ["trl", "grpo", "poly-epo"]
     _name = "Poly-EPO"
     _paper = POLY_EPO_PAPER
+    method_name: ClassVar[str] = "poly_epo"
+    default_output_suffix: ClassVar[str] = "Poly-EPO"
 
-    def __init__(self, *args: Any, judge: Any = None, **kwargs: Any) -> None:
-        super().__init__(*args, judge=judge, **kwargs)
-        self.set_objective = load_objective(self.settings.set_objective)
-        self._pending_advantages: torch.Tensor | None = None
-
-    def method_lines(self) -> list[str]:
-        settings = self.settings
-        gate = ", diversity gate on" if settings.diversity_gate else ""
-        return [
-            f"- Set RL: sets of n = {settings.set_size} of each group, objective `{settings.set_objective}`, "
-            f"marginal set advantage with `set_reduction={settings.set_reduction}`{gate}."
-        ]
-
-    def compute_set_advantages(self, rewards: torch.Tensor, cluster_ids: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        """Marginal set advantages [G, N] and mean set values [G] under this trainer's settings. A group no larger
-        than ``set_size`` (evaluation with fewer generations) is a single set: its advantages are 0."""
-        args = self.settings
-        return marginal_set_advantages(
-            rewards,
-            cluster_ids,
-            min(args.set_size, rewards.shape[1]),
-            objective=self.set_objective,
-            reduction=args.set_reduction,
-            gate=args.diversity_gate,
-            degenerate_cluster_id=args.degenerate_cluster_id,
-            estimator=args.set_estimator,
-            num_sampled_sets=args.num_sampled_sets,
-            max_enumerated_sets=args.max_enumerated_sets,
-            return_baseline=True,
+    def __init__(self, *args: Any, judge: Any = None, method: str | None = None, **kwargs: Any) -> None:
+        values = {name: kwargs.pop(name) for name in settings_names() & set(kwargs)}
+        self.method: TrainingMethod = METHODS.get(method or self.method_name)()
+        args, kwargs, self.settings = trainer_config(
+            type(self).__name__, self.default_output_suffix, args, kwargs, judge, values
         )
+        if self.method.needs_judge and judge is None and self.settings.judge is None:
+            raise ValueError(
+                f"{type(self).__name__} needs a clustering judge: pass judge=... (a ClusteringJudge, a function "
+                "judge(prompt, completions) -> list[int], or a spec such as 'answer') or set PolyEPOConfig.judge."
+            )
+        self.step: Step | None = None  # the generation batch in progress (then the last one)
+        self.said: set[str] = set()  # the warnings said once a run
+        self.judging: GroupJudging | None = None
+        with vllm_seams(self, kwargs.get("args", args[2] if len(args) > 2 else None), self.settings):
+            super().__init__(*args, **kwargs)
+        self.keeper = LongRunKeeper(self, self.settings.preemption_grace_seconds)
+        if self.method.needs_judge:
+            tools = describe_tools(self.tools) if self.tools else None  # what the agent could call, as TRL offers it
+            self.judging = GroupJudging(self, self.settings.make_judge(judge, tools=tools), self.settings)
+        self.method.install(self)
 
-    def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
-        rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
-        batch = self._judged_rewards(rewards_per_func, prompts, completions)
-        advantages, set_values = self.compute_set_advantages(batch.rewards, batch.cluster_ids)
-        advantages = self._apply_fallbacks(advantages, batch)
-        advantages = scale_advantages(advantages, self.args.scale_rewards, ~torch.isnan(batch.rewards))
-        batch.advantages = advantages
-        self.last_set_batch = batch
-        self._pending_advantages = advantages.flatten()
-        self._log_diversity(batch)
-        self._show_verdicts(batch, len(prompts))
-        metrics = self._metrics[batch.mode]
-        metrics["poly_epo/set_score"].append(torch.nanmean(set_values).item())
-        metrics["poly_epo/advantage_abs_mean"].append(advantages.abs().mean().item())
-        metrics["poly_epo/advantage_std"].append(advantages.std().item())
-        metrics["poly_epo/advantage_max"].append(advantages.max().item())
-        metrics["poly_epo/advantage_min"].append(advantages.min().item())
-        return rewards_per_func
+    @property
+    def judge(self) -> Any:
+        """The judge of the groups (None for a method without one)."""
+        return self.judging.judge if self.judging else None
 
-    def _apply_fallbacks(self, advantages: torch.Tensor, batch: SetBatch) -> torch.Tensor:
-        """Groups the judge could not cluster: Dr.GRPO's advantage ("grpo") or none at all ("skip")."""
-        if not any(f in ("grpo", "skip") for f in batch.fallbacks):
-            return advantages
-        advantages = advantages.clone()
-        grpo = group_relative_advantages(batch.rewards)
-        for g, fallback in enumerate(batch.fallbacks):
-            if fallback == "grpo":
-                advantages[g] = grpo[g]
-            elif fallback == "skip":
-                advantages[g] = 0.0
-        return advantages
+    @property
+    def last_set_batch(self) -> SetBatch | None:
+        """The judged groups of the last generation batch, with their rewards and advantages."""
+        return self.step.batch if self.step else None
 
-    def _generate_and_score_completions(self, inputs):
-        output = super()._generate_and_score_completions(inputs)
-        advantages, self._pending_advantages = self._pending_advantages, None
-        local = output["advantages"]
-        start = self.accelerator.process_index * len(local)
-        output["advantages"] = advantages[start : start + len(local)].to(device=local.device, dtype=local.dtype)
-        logged = self._logs["advantages"]
-        for _ in range(min(len(advantages), len(logged))):
-            logged.pop()
-        logged.extend(advantages.tolist())
+    def train(self, *args: Any, **kwargs: Any):
+        """GRPOTrainer's ``train``, kept going through preemption and judge failures (``keeper``)."""
+        return self.keeper.train(super().train, *args, **kwargs)
+
+    def _get_train_sampler(self, dataset=None):
+        return self.keeper.sampler(super()._get_train_sampler(dataset))
+
+    def _save_checkpoint(self, model, trial) -> None:
+        self.keeper.save_checkpoint(lambda: super(PolyEPOTrainer, self)._save_checkpoint(model, trial), trial)
+
+    def _load_optimizer_and_scheduler(self, checkpoint) -> None:
+        super()._load_optimizer_and_scheduler(checkpoint)
+        self.keeper.load(checkpoint)
+
+    def _generate(self, prompts: list):
+        """Seam 1: as soon as the completions exist, judge this process's groups in the background (``output[3]``:
+        the decoded completions; ``output[5]``: a ``rollout_func``'s extra fields)."""
+        output = super()._generate(prompts)
+        self.step = Step(*self.mode_and_group_size())
+        if self.judging is not None:
+            self.judging.submit(self.step, prompts, output[3], output[5])
         return output
 
+    def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
+        """Seam 2: the rewards (±inf as not scored), then the method's advantages from the judged groups."""
+        mode, group_size = self.mode_and_group_size()
+        rewards = unscore_infinite(
+            self, super()._calculate_rewards(inputs, prompts, completions, completion_ids_list), mode
+        )
+        if self.step is None or self.step.mode != mode or self.step.batch is not None:
+            self.step = Step(mode, group_size)  # not started by _generate (called on its own)
+        return self.method.apply(self, self.step, rewards, prompts, completions)
 
-class GRPODivTrainer(_JudgedGroupsTrainer):
-    """The paper's GRPO+DIV baseline: Dr.GRPO on reward + lambda (N / |cluster(y)| - 1) / (N - 1).
+    def _generate_and_score_completions(self, inputs):
+        """Seam 3: the method's advantages, where it gave some, in place of GRPO's."""
+        output = super()._generate_and_score_completions(inputs)
+        if self.step is not None and self.step.advantages is not None:
+            output, self.step.advantages = replace_advantages(self, output, self.step.advantages), None
+        return output
 
-    The bonus is a reward column of its own, ``diversity_bonus`` with weight lambda (``args.diversity_coef``), so
-    GRPO's advantage, the reward metrics and the completions table all include it.
-    """
+    def mode_and_group_size(self) -> tuple[str, int]:
+        """("train", num_generations) while training, ("eval", num_generations_eval) in evaluation."""
+        mode = "train" if self.model.training else "eval"
+        return mode, self.num_generations if mode == "train" else self.num_generations_eval
 
-    default_output_suffix = "GRPO-DIV"
+    def create_model_card(self, *args: Any, **kwargs: Any) -> None:
+        """TRL's model card (the method, its paper and citation), with a section on this run's settings."""
+        super().create_model_card(*args, **kwargs)
+        card = Path(self.args.output_dir) / "README.md"
+        if self.is_world_process_zero() and card.is_file():
+            card.write_text(card.read_text().rstrip() + "\n\n" + self.card_section() + "\n")
+
+    def card_section(self) -> str:
+        """The model card's account of the run: the judge, the group and set sizes, the GRPO loss, the paper."""
+        args, settings = self.args, self.settings
+        judge = [self.judging.card_line(args.num_generations)] if self.judging else []
+        return "\n".join(
+            [
+                f"## {self._name} settings",
+                "",
+                *judge,
+                *self.method.card_lines(settings),
+                f"- GRPO loss: `loss_type={args.loss_type}`, `scale_rewards={args.scale_rewards}`, "
+                f"`beta={args.beta}`, clipping {args.epsilon} / {args.epsilon_high}, learning rate "
+                f"{args.learning_rate:g}.",
+                f"- Paper: [{self._paper['title']}](https://huggingface.co/papers/{self._paper['id']}) "
+                f"(arXiv {self._paper['id']}).",
+            ]
+        )
+
+
+class GRPODivTrainer(PolyEPOTrainer):
+    """The paper's GRPO+DIV baseline: PolyEPOTrainer with the diversity bonus as its method
+    (``methods.DiversityBonus``): Dr.GRPO on reward + lambda (N / |cluster(y)| - 1) / (N - 1)."""
+
     _tag_names: ClassVar[list[str]] = ["trl", "grpo", "grpo-div"]
     _name = "GRPO+DIV"
-    _paper = POLY_EPO_PAPER  # the baseline is defined in the Poly-EPO paper
-
-    def __init__(self, *args: Any, judge: Any = None, **kwargs: Any) -> None:
-        super().__init__(*args, judge=judge, **kwargs)
-        self.reward_funcs.append(_diversity_bonus_placeholder)
-        self.reward_func_names.append("diversity_bonus")
-        self.reward_processing_classes.append(None)
-        bonus_weight = torch.tensor([self.settings.diversity_coef], dtype=self.reward_weights.dtype)
-        self.reward_weights = torch.cat([self.reward_weights, bonus_weight.to(self.reward_weights.device)])
-
-    def method_lines(self) -> list[str]:
-        return [
-            f"- Diversity bonus: reward + {self.settings.diversity_coef:g} (N / |cluster(y)| - 1) / (N - 1), "
-            "with GRPO's advantage."
-        ]
-
-    def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
-        rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
-        task_rewards = rewards_per_func[:, :-1]
-        batch = self._judged_rewards(task_rewards, prompts, completions)
-        bonus = diversity_bonus(batch.cluster_ids, 1.0, self.settings.degenerate_cluster_id)
-        for g, fallback in enumerate(batch.fallbacks):
-            if fallback in ("grpo", "skip"):  # no clusters to reward: the plain reward, as in GRPO
-                bonus[g] = 0.0
-        bonus = bonus.flatten()
-        scored = ~torch.isnan(task_rewards).all(dim=1)
-        rewards_per_func[:, -1] = torch.where(scored, bonus.to(rewards_per_func.dtype), torch.nan)
-        self._log_diversity(batch)
-        self._show_verdicts(batch, len(prompts))
-        self.last_set_batch = batch
-        return rewards_per_func
+    method_name = "grpo_div"
+    default_output_suffix = "GRPO-DIV"
 
 
-def _diversity_bonus_placeholder(prompts: list, **kwargs: Any) -> list[None]:
-    """Stands in the reward list for the bonus, which GRPODivTrainer fills in from the judged groups."""
-    return [None] * len(prompts)
+class DrGRPOTrainer(PolyEPOTrainer):
+    """The Dr.GRPO baseline: PolyEPOTrainer with GRPO's own advantage (``methods.GroupRelative``), no judge; it keeps
+    the rest (rewards of ±inf unscored, preemption, exact resume). ``trainer: grpo`` in recipes."""
+
+    _tag_names: ClassVar[list[str]] = ["trl", "grpo"]
+    _name = "Dr. GRPO"
+    _paper = GRPOTrainer._paper
+    method_name = "grpo"
+    default_output_suffix = "GRPO"
+
+
+TRAINERS: dict[str, type[PolyEPOTrainer]] = {
+    cls.method_name: cls for cls in (PolyEPOTrainer, GRPODivTrainer, DrGRPOTrainer)
+}  # recipes' ``trainer:``

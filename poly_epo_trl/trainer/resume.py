@@ -8,7 +8,7 @@ skips the batches already trained on). Three things are lost without this module
   epoch e would draw epoch 0's order again. ``EpochSampler`` fast-forwards that generator to epoch e.
 - With ``steps_per_generation > 1`` (or ``num_iterations > 1``) TRL trains several steps on one buffered generation
   batch, and knows where it is by a micro-step counter: both are saved per process (``resume_state_rank<r>.pt``).
-- The trainers' own counters (the judge's fallback patience), named in ``RESUMED_ATTRIBUTES``.
+- The trainer's own counters (the judge's fallback patience).
 
 The state files are written before transformers writes the checkpoint, whose ``trainer_state.json`` comes last: a
 checkpoint is complete when that file parses and every process's state file is there (``complete_checkpoints``).
@@ -35,7 +35,6 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 logger = logging.getLogger(__name__)
 
 STATE_FILE = "resume_state_rank{rank}.pt"
-RESUMED_ATTRIBUTES = ("_step", "_buffered_inputs", "_steps_over_fallback_frac")
 _CHECKPOINT = re.compile(rf"^{PREFIX_CHECKPOINT_DIR}-(\d+)$")
 
 
@@ -118,18 +117,18 @@ def state_path(checkpoint: str, rank: int) -> str:
     return os.path.join(checkpoint, STATE_FILE.format(rank=rank))
 
 
-def save_resume_state(trainer: Any, checkpoint: str, rank: int) -> None:
-    """Write this process's part of the trainer's state into ``checkpoint`` (created if needed), atomically."""
+def save_resume_state(state: dict[str, Any], checkpoint: str, rank: int) -> None:
+    """Write this process's ``state`` (``keeper.LongRunKeeper.resume_state``) into ``checkpoint`` (created if
+    needed), atomically."""
     os.makedirs(checkpoint, exist_ok=True)
-    state = {name: getattr(trainer, name) for name in RESUMED_ATTRIBUTES if hasattr(trainer, name)}
     path = state_path(checkpoint, rank)
     partial = f"{path}.partial"
     torch.save(state, partial)
     os.replace(partial, path)
 
 
-def load_resume_state(trainer: Any, checkpoint: str, rank: int) -> bool:
-    """Restore what ``save_resume_state`` wrote; False (nothing changed) for a checkpoint written without it."""
+def load_resume_state(checkpoint: str, rank: int, device: Any) -> dict[str, Any] | None:
+    """What ``save_resume_state`` wrote, on ``device``; None for a checkpoint written without it (said once)."""
     path = state_path(checkpoint, rank)
     if not os.path.exists(path):
         logger.warning(
@@ -138,11 +137,9 @@ def load_resume_state(trainer: Any, checkpoint: str, rank: int) -> bool:
             checkpoint,
             os.path.basename(path),
         )
-        return False
+        return None
     state = torch.load(path, map_location="cpu", weights_only=False)  # our own file: tensors, lists, strings
-    for name, value in state.items():
-        setattr(trainer, name, send_to_device(value, trainer.accelerator.device))
-    return True
+    return {name: send_to_device(value, device) for name, value in state.items()}
 
 
 def incomplete_reason(checkpoint: str, world_size: int) -> str | None:

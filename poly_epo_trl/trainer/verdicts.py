@@ -13,7 +13,7 @@ from ..evaluation.diversity import correct_clusters
 from ..judges.audit import JudgeAudit, audited
 
 if TYPE_CHECKING:
-    from .judged_groups import SetBatch
+    from .step import SetBatch
 
 logger = logging.getLogger(__name__)
 

@@ -1,0 +1,219 @@
+"""Judging a step's groups, across processes: submitted to the judge's event loop as soon as TRL has the
+completions (``submit``, from ``_generate``), joined and shared once the rewards exist (``judged_batch``, from
+``_calculate_rewards``), and shown: the judge's metrics, the completions table's columns and the audit trail.
+
+Collective operations (gathers) stay on the main thread, in the same order on every process; only the judge's own
+work runs in the background. Each group is judged by the process that holds its first row, so a group straddling
+two processes is judged once.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import time
+from typing import Any
+
+import torch
+from accelerate.utils import gather_object
+
+from ..evaluation.diversity import group_diversity_metrics
+from ..judges import ClusteringJudge, JudgeFailing, JudgeResult, step_metrics
+from ..judges.audit import JudgeAudit
+from ..text import judge_input, prompt_text, trajectory_text
+from .config import PolyEPOSettings
+from .preemption import StepAbandoned
+from .step import PendingJudge, SetBatch, Step
+from .verdicts import AuditResume, audit_records, judge_columns
+
+logger = logging.getLogger(__name__)
+ABANDONED = StepAbandoned.__name__  # how a dropped step reads among the failures gathered from every process
+ROLLOUT_TRAJECTORY = "trajectory"  # a rollout_func's extra field: each completion's chat messages, for the judge
+VERDICT_POLL_SECONDS = 0.5  # how often a step waiting for its verdicts checks for a preemption signal
+
+
+class GroupJudging:
+    """The judge of ``trainer``'s groups (``judge``, built from ``settings``) and everything around one step of it:
+    submit, join, metrics, table columns, audit trail, and the run's patience with fallbacks."""
+
+    def __init__(self, trainer: Any, judge: ClusteringJudge, settings: PolyEPOSettings) -> None:
+        self.trainer, self.judge, self.settings = trainer, judge, settings
+        self.steps_over_fallback_frac = 0  # resumed with a checkpoint (``keeper``)
+        self.audit = JudgeAudit(trainer.args.output_dir)
+        self.warned_flat_rollouts = False
+        trainer.add_callback(AuditResume(self.audit))
+
+    def submit(self, step: Step, prompts: list, completions: list, extra_fields: dict[str, Any]) -> None:
+        """Gather the batch's texts (a collective) and submit the groups this process owns to the judge loop, as
+        ``step.pending``. Nothing for groups of one: there is nothing to compare."""
+        if step.group_size < 2:
+            return
+        all_prompts, all_completions = self.gather_texts(prompts, self.rollout_turns(completions, extra_fields))
+        size, rank, local_rows = step.group_size, self.trainer.accelerator.process_index, len(completions)
+        owned = [g for g in range(len(all_completions) // size) if (g * size) // local_rows == rank]
+        groups = [(all_prompts[g * size], all_completions[g * size : (g + 1) * size]) for g in owned]
+        try:
+            future = self.judge.submit_groups(groups)
+        except Exception as error:  # surfaces at the join, where every process learns of it together
+            future = concurrent.futures.Future()
+            future.set_exception(error)
+        step.pending = PendingJudge(size, all_prompts, all_completions, owned, future)
+
+    def rollout_turns(self, completions: list, extra_fields: dict[str, Any]) -> list:
+        """What the judge reads of a ``rollout_func``'s episodes: its ``ROLLOUT_TRAJECTORY`` field, one list of chat
+        messages per completion (roles, tool calls, tool results), where it gives one; else TRL's decoded text, which
+        has neither roles nor the line between the agent's words and the environment's (said once in the logs)."""
+        if self.trainer.rollout_func is None:
+            return completions
+        trajectories = extra_fields.get(ROLLOUT_TRAJECTORY)
+        if trajectories is None:
+            if not self.warned_flat_rollouts:
+                self.warned_flat_rollouts = True
+                logger.warning(
+                    "rollout_func returned no %r field: the judge reads TRL's decoded completion text, with no roles "
+                    "and tool results mixed into the agent's words. Return one list of chat messages per completion "
+                    "under %r (the agent's turns with their tool_calls, the tool results) for the judge to read the "
+                    "trajectories.",
+                    ROLLOUT_TRAJECTORY,
+                    ROLLOUT_TRAJECTORY,
+                )
+            return completions
+        if len(trajectories) != len(completions) or not all(
+            isinstance(t, list) and all(isinstance(m, dict) and "role" in m for m in t) for t in trajectories
+        ):
+            raise ValueError(
+                f"rollout_func's {ROLLOUT_TRAJECTORY!r} field: expected one list of chat messages (dicts with a "
+                f"'role') per completion, {len(completions)} of them; got {str(trajectories)[:200]}."
+            )
+        return trajectories
+
+    def gather_texts(self, prompts: list, completions: list) -> tuple[list[str], list[Any]]:
+        """The whole batch's problem texts and completions as the judge takes them, on every process (a
+        collective): strings, or an agent's chat messages with their tool calls and results (``text.judge_input``);
+        each judge reads its own view of them (``ClusteringJudge.view``)."""
+        return gather_object([prompt_text(p) for p in prompts]), gather_object([judge_input(c) for c in completions])
+
+    def judged_batch(self, step: Step, rewards: torch.Tensor, prompts: list, completions: list) -> SetBatch:
+        """The gathered batch as groups: total reward [G, N] of the task columns ``rewards`` (NaN where no reward
+        function scored the row), the judge's ids [G, N] and the texts; advantages left NaN for the method."""
+        if step.group_size > 1:
+            if step.pending is None:  # not started by _generate (called on its own): start now
+                self.submit(step, prompts, completions, {})
+            cluster_ids, verdicts = self.join(step.pending)
+            all_prompts, all_completions = step.pending.prompts, step.pending.completions
+            self.log_stats(step.mode, step.pending.waited)
+        else:  # groups of one (num_generations_eval=1): nothing to compare, no judge call, advantage 0
+            all_prompts, all_completions = self.gather_texts(prompts, completions)
+            cluster_ids = torch.zeros((len(all_completions), 1), dtype=torch.long, device=rewards.device)
+            verdicts = [None] * len(all_completions)
+        weights = self.trainer.reward_weights[: rewards.shape[1]].to(rewards.device)
+        total = (rewards * weights).nansum(dim=1)
+        total[torch.isnan(rewards).all(dim=1)] = torch.nan
+        total = total.view(-1, step.group_size)
+        texts = [trajectory_text(c) for c in all_completions]
+        nan = torch.full_like(total, torch.nan)
+        return SetBatch(total, cluster_ids, nan, step.mode, all_prompts, texts, all_completions, verdicts)
+
+    def join(self, pending: PendingJudge) -> tuple[torch.Tensor, list[JudgeResult]]:
+        """Wait for this process's verdicts and share them (a collective): cluster ids [G, N] and each group's
+        verdict. A judge that raised on any process raises the same JudgeFailing on every process, instead of
+        leaving the others waiting in a gather."""
+        waiting = time.perf_counter()
+        local_error = None
+        try:
+            verdicts, failure = self.await_verdicts(pending.future), None
+        except StepAbandoned as error:
+            verdicts, failure = [], f"{ABANDONED}: {error}"
+        except Exception as error:
+            verdicts, failure, local_error = [], f"{type(error).__name__}: {error}", error
+            logger.error("The judge failed on process %d", self.trainer.accelerator.process_index, exc_info=error)
+        pending.waited = time.perf_counter() - waiting
+        judged = gather_object([(self.trainer.accelerator.process_index, failure, pending.owned, verdicts)])
+        failures = [(rank, cause) for rank, cause, _, _ in judged if cause]
+        abandoned = [cause for _, cause in failures if cause.startswith(ABANDONED)]
+        if abandoned:
+            raise StepAbandoned(abandoned[0])
+        if failures:
+            rank, cause = failures[0]
+            raise JudgeFailing(f"{self.judge.where()} failed on process {rank}: {cause}") from local_error
+        labels: list[list[int] | None] = [None] * (len(pending.completions) // pending.group_size)
+        verdicts: list[JudgeResult | None] = [None] * len(labels)
+        for _, _, owned, results in judged:
+            for g, result in zip(owned, results, strict=True):
+                labels[g] = list(result.labels) if result.labels is not None else list(range(pending.group_size))
+                verdicts[g] = result
+        if any(row is None for row in labels):
+            raise RuntimeError("Some groups were not judged by any process; the batch layout is not the expected one.")
+        return torch.tensor(labels, dtype=torch.long, device=self.trainer.accelerator.device), verdicts
+
+    def await_verdicts(self, future: concurrent.futures.Future) -> list:
+        """The judge's verdicts; ``StepAbandoned`` (the judging cancelled) when a preemption signal came while the
+        judge is down or slow (``PreemptionCallback.should_abandon``)."""
+        while not concurrent.futures.wait([future], timeout=VERDICT_POLL_SECONDS).done:
+            guard = self.trainer.keeper.preemption
+            if guard is not None and guard.should_abandon(self.judge.outage.since is not None):
+                future.cancel()
+                down = "is down" if self.judge.outage.since is not None else "has not answered yet"
+                raise StepAbandoned(f"{self.judge.where()} {down}")
+        return future.result()
+
+    def log_stats(self, mode: str, wait_seconds: float) -> None:
+        """Sum the judge's counters over processes, log ``judge/*`` (fallback_frac, invalid_answers, retries,
+        latency percentiles, token usage, ``seconds`` the judge ran, ``wait_seconds`` the step waited for it, ...),
+        and stop training when too many groups keep falling back."""
+        accelerator, metrics = self.trainer.accelerator, self.trainer._metrics[mode]
+        stats = self.judge.pop_stats()
+        own_seconds = stats.pop("seconds", 0.0)
+        # A process that owned no group has no stats: agree on the names first so every process gathers alike.
+        names = sorted(set(gather_object(sorted(stats))))
+        counts = torch.tensor(
+            [float(stats.get(name, 0)) for name in names] + [own_seconds, wait_seconds], device=accelerator.device
+        )
+        totals = accelerator.gather(counts.unsqueeze(0)).view(-1, len(names) + 2)
+        summed = {name: totals[:, i].sum().item() for i, name in enumerate(names)}
+        latencies = gather_object(self.judge.pop_latencies())
+        causes = [cause for cause in gather_object([self.judge.last_failure]) if cause]
+        judge_metrics = step_metrics(summed, latencies)
+        for name, value in judge_metrics.items():
+            metrics[f"judge/{name}"].append(value)
+        metrics["judge/seconds"].append(totals[:, -2].max().item())
+        metrics["judge/wait_seconds"].append(totals[:, -1].max().item())
+        if mode == "train":
+            self.check_fallback_frac(judge_metrics["fallback_frac"], causes)
+
+    def check_fallback_frac(self, fallback_frac: float, causes: list[str]) -> None:
+        """JudgeFailing after ``judge_fallback_patience`` steps in a row above ``judge_max_fallback_frac``. Every
+        process sees the same gathered numbers, so all of them stop together."""
+        limit, patience = self.settings.judge_max_fallback_frac, self.settings.judge_fallback_patience
+        self.steps_over_fallback_frac = self.steps_over_fallback_frac + 1 if fallback_frac > limit else 0
+        if limit < 1 and self.steps_over_fallback_frac >= patience:
+            last = causes[-1] if causes else "none recorded"
+            raise JudgeFailing(
+                f"{self.judge.where()} could not judge {fallback_frac:.0%} of the last step's groups, and more than "
+                f"judge_max_fallback_frac={limit:g} for {patience} steps in a row (judge_fallback_patience): training "
+                f"would run on {self.settings.judge_fallback!r} fallbacks. Last cause: {last}. "
+                "Fix the judge and resume from the last checkpoint, or raise judge_max_fallback_frac (1 never stops)."
+            )
+
+    def show(self, batch: SetBatch, local_rows: int) -> None:
+        """The step's diversity metrics (``poly_epo/*``); the judge's columns for this process's rows into TRL's
+        completions table (``verdicts.judge_columns``); the batch's judged groups into the audit trail (main
+        process, ``judge_audit_fraction``)."""
+        trainer, settings = self.trainer, self.settings
+        threshold, degenerate = settings.correct_reward_threshold, settings.degenerate_cluster_id
+        for name, value in group_diversity_metrics(batch.rewards, batch.cluster_ids, threshold, degenerate).items():
+            trainer._metrics[batch.mode][f"poly_epo/{name}"].append(value)
+        start = trainer.accelerator.process_index * local_rows
+        for name, values in judge_columns(batch, threshold, degenerate).items():
+            trainer._log_completion_extra(name, values[start : start + local_rows])
+        if trainer.accelerator.is_main_process and settings.judge_audit_fraction > 0:
+            step = trainer.state.global_step + (batch.mode == "train")
+            self.audit.append(audit_records(batch, step, settings.judge_audit_fraction))
+
+    def card_line(self, num_generations: int) -> str:
+        """The model card's line on the judge."""
+        spec = self.settings.judge or type(self.judge).__name__
+        return (
+            f"- Judge: `{spec}` ({self.judge.name}), clustering each group of N = {num_generations} completions into "
+            f"strategies; fallback `{self.settings.judge_fallback}`."
+        )
