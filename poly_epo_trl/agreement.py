@@ -19,103 +19,20 @@ import itertools
 import json
 import logging
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from matplotlib.figure import Figure
 
-from .assembly import EvalArguments, make_sampler, parse_and_run
+from .assembly import AgreementArguments, assemble_agreement, parse_and_run
 from .checks import RecipeError, parse_recipe
 from .constants import DEGENERATE_CLUSTER_ID
-from .data import format_dataset
 from .evaluation.metrics import adjusted_rand_index
 from .evaluation.report import bootstrap_mean, format_interval
-from .evaluation.runner import sample_missing
-from .evaluation.store import SampleStore, read_records
-from .judges.audit import read_audit
-from .models import resolve_model
-from .tasks import load_rows
-from .text import prompt_text
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass
-class AgreementArguments(EvalArguments):
-    """The eval recipe's rows and sampling, plus the judges to compare."""
-
-    judges: list[str] = field(
-        default_factory=lambda: ["answer", "embedding"],
-        metadata={
-            "help": "Two or more judge specs to compare (any spec `judge` takes: answer, embedding, openai, ...)."
-        },
-    )
-    samples: str | None = field(
-        default=None,
-        metadata={
-            "help": "A checkpoint folder `poly-epo eval` wrote (output_dir/<label>, with samples.jsonl) on this "
-            "recipe's rows; unset: sample the first model_name_or_path now (into output_dir/<label>)."
-        },
-    )
-    judged_groups: str | None = field(
-        default=None,
-        metadata={
-            "help": "A training run's audit trail (its output_dir, or the judged_groups.jsonl there): its groups, and "
-            "the labels the run's judge gave them as the labeling `recorded` (groups that fell back have none); "
-            "then one judge is enough. A person's labels: a copy of the file with its cluster_ids edited."
-        },
-    )
-    output_dir: str = field(default="outputs/judge_agreement", metadata={"help": "agreement.json, agreement.png."})
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        least = 1 if self.judged_groups else 2
-        if len(self.judges) < least or len(set(self.judges)) != len(self.judges):
-            also = " (or give --judged_groups, whose recorded labels are one)" if least == 2 else ""
-            count = "one" if least == 1 else "two"
-            raise RecipeError(f"judges={self.judges}: name {count} or more different judge specs to compare{also}.")
-        if self.samples and self.judged_groups:
-            raise RecipeError("samples and judged_groups both set: the groups come from one of them.")
-
-
-def load_groups(args: AgreementArguments) -> list[tuple[str, list[str]]]:
-    """(prompt, completions) per problem: from ``args.samples`` or sampled now; the first ``judge_samples`` of each."""
-    rows = list(format_dataset(load_rows(args, args.dataset_split), args, args.max_problems))
-    if not rows:
-        raise RecipeError("The dataset is empty after formatting.")
-    if args.samples:
-        folder = Path(args.samples)
-        saved = json.loads((folder / "settings.json").read_text()) if (folder / "settings.json").exists() else {}
-        different = [k for k in ("dataset_name", "dataset_split", "prompt_column") if saved.get(k) != getattr(args, k)]
-        if different or not (folder / "samples.jsonl").exists():
-            why = f"drawn with other {different}" if different else "no samples.jsonl there"
-            raise RecipeError(f"samples={args.samples!r}: {why}; give the recipe `poly-epo eval` used, or its folder.")
-        texts = {i: r["completions"] for i, r in read_records(folder / "samples.jsonl").items()}
-    else:
-        label, spec = args.checkpoints()[0]
-        path = resolve_model(spec)
-        store = SampleStore(Path(args.output_dir) / label, args.store_settings(path), args.overwrite)
-        samples = store.read("samples")
-        sample_missing(rows, store, samples, lambda: make_sampler(args, label, path), args.chunk_size, label)
-        texts = {i: r["completions"] for i, r in samples.items()}
-    order = [i for i in sorted(texts) if i < len(rows)]  # a store may hold more problems than max_problems asks
-    return [(prompt_text(rows[i]["prompt"]), texts[i][: args.judge_samples]) for i in order]
-
-
-def load_judged_groups(path: str) -> tuple[list[tuple[str, list]], dict[str, Any]]:
-    """A run's audit trail as groups, and its labels as the labeling ``recorded`` (None where the group fell
-    back)."""
-    try:
-        records = read_audit(path)
-    except (OSError, ValueError) as error:
-        raise RecipeError(f"judged_groups={path!r}: {error}") from None
-    if not records:
-        raise RecipeError(f"judged_groups={path!r}: no judged groups there (judge_audit_fraction 0, or no step ran).")
-    groups = [(r["problem"], r["completions"]) for r in records]
-    labels = [r["cluster_ids"] if r["fallback"] is None else None for r in records]
-    return groups, labeling(labels, sum(r["seconds"] for r in records), 0, len(groups))
 
 
 def labeling(labels: list[list[int] | None], seconds: float, tokens: float, groups: int) -> dict[str, Any]:
@@ -137,7 +54,7 @@ def judge_all(args: AgreementArguments, groups: list[tuple[str, list[str]]]) -> 
     out = {}
     for spec in args.judges:
         try:
-            judge = args.make_judge(spec, fallback="skip")
+            judge = replace(args.judge_spec(text=spec), fallback="skip").build()
         except (ValueError, ImportError) as error:
             raise RecipeError(f"judges: {spec!r}: {error}") from None
         start = time.perf_counter()
@@ -193,11 +110,11 @@ def figure(names: list[str], pairs: list[dict], path: Path) -> None:
 
 
 def run(args: AgreementArguments) -> dict[str, Any]:
+    parts = assemble_agreement(args)
+    groups = parts.groups
     recorded = {}
-    if args.judged_groups:
-        groups, recorded["recorded"] = load_judged_groups(args.judged_groups)
-    else:
-        groups = load_groups(args)
+    if parts.recorded is not None:
+        recorded["recorded"] = labeling(parts.recorded, parts.recorded_seconds, 0, len(groups))
     judged = {**recorded, **judge_all(args, groups)}
     pairs = pairwise(judged, args.bootstrap, args.confidence, args.seed)
     out = Path(args.output_dir)

@@ -82,22 +82,6 @@ class DatasetArguments:
             "model."
         },
     )
-    code_sandbox: str = field(
-        default="bwrap",
-        metadata={
-            "help": "Code reward isolation: 'bwrap' (bubblewrap namespaces, read-only minimal filesystem, no "
-            "network) or 'rlimits' (weaker: resource limits only, for machines where bubblewrap cannot run)."
-        },
-    )
-    code_trust_mode: str = field(
-        default="strict",
-        metadata={
-            "help": "'strict': a test whose assertions do not reduce to call + constant scores 0; "
-            "'sandbox_asserts': run such tests inside the sandbox and take its word (forgeable)."
-        },
-    )
-    code_timeout_seconds: float = field(default=10.0, metadata={"help": "Wall-clock limit per program."})
-    code_memory_mb: int = field(default=1024, metadata={"help": "Memory limit per program (whole program)."})
     instruction: str | None = field(
         default=None,
         metadata={
@@ -119,13 +103,6 @@ class DatasetArguments:
 
     def __post_init__(self) -> None:
         check_field_types(self)
-        choices = {"code_sandbox": ("bwrap", "rlimits"), "code_trust_mode": ("strict", "sandbox_asserts")}
-        for name, allowed in choices.items():
-            if getattr(self, name) not in allowed:
-                raise RecipeError(f"{name}={getattr(self, name)!r}: use one of {list(allowed)}.")
-        for name in ("code_timeout_seconds", "code_memory_mb"):
-            if not getattr(self, name) > 0:
-                raise RecipeError(f"{name}={getattr(self, name)!r}: must be positive.")
         for name in ("dataset_streaming", "streaming"):
             if getattr(self, name):
                 raise RecipeError(

@@ -25,6 +25,11 @@ from .evaluation.runner import evaluate_checkpoint
 from .evaluation.store import SampleStore
 from .files import atomic_write_text
 
+RESUMES = (
+    "\nWhat was sampled and scored so far is kept in output_dir: the same command resumes from there (judge_fallback "
+    "chooses what a group the judge fails on becomes instead)."
+)
+
 
 def parse(argv: list[str] | None = None) -> EvalArguments:
     (args,) = parse_recipe((EvalArguments,), argv)
@@ -48,7 +53,7 @@ def run(args: EvalArguments) -> dict[str, Any]:
             partial(parts.make_sampler, label, path),
             parts.scorer,
             chunk_size=args.chunk_size,
-            correct_threshold=args.correct_threshold,
+            correct_reward_threshold=args.correct_reward_threshold,
             maj_subsets=args.maj_subsets,
             label=label,
             episodes=bool(parts.agent),
@@ -61,7 +66,7 @@ def run(args: EvalArguments) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    args, report = parse_and_run(parse, run, argv)
+    args, report = parse_and_run(parse, run, argv, RESUMES)
     print(format_table(report["summaries"]))
     print(f"wrote {Path(args.output_dir) / 'report.json'} and {len(report['plots'])} plots")
     return report

@@ -15,7 +15,7 @@ import os
 import sys
 from dataclasses import fields
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import torch
 from transformers.trainer_callback import PrinterCallback, ProgressCallback
@@ -29,20 +29,19 @@ from .assembly import (
     hub_dataset_name,
     is_main_process,
     model_init_kwargs,
+    parse_and_run,
     pass_at_k_callback,
     resume_checkpoint,
-    setup_logging,
+    stop,
 )
 from .checks import RecipeError, parse_recipe, recipe_value
 from .data import save_training_problems
 from .evaluation.curves import FIGURE, plot_runs
-from .judges import JudgeFailing
 from .models import resolve_model
 from .tasks import task_defaults
 from .trainer import TRAINERS, PolyEPOConfig
 from .trainer.engines import asked_engine, engine_mismatch, engine_of, final_model_from_checkpoint, save_final_model
-from .trainer.preemption import Preempted
-from .trainer.resume import CheckpointFailed, finished_step
+from .trainer.resume import finished_step
 
 logger = logging.getLogger(__name__)
 
@@ -59,16 +58,6 @@ def parse(argv: list[str] | None = None) -> tuple[ScriptArguments, PolyEPOConfig
     if script_args.trainer not in TRAINERS:
         raise RecipeError(f"trainer={script_args.trainer!r}: use one of {sorted(TRAINERS)}.")
     return script_args, training_args, model_args
-
-
-def stop(message: str, code: int, once: bool = False) -> NoReturn:
-    """Exit with ``code`` after ``message`` on stderr, in one write so the lines of several processes do not
-    interleave. ``once``: by local rank 0 only, for a message every process stops with (a recipe error), so each
-    machine shows it once."""
-    if not once or int(os.environ.get("LOCAL_RANK", "0")) == 0:
-        sys.stderr.write(f"{message}\n")
-        sys.stderr.flush()
-    raise SystemExit(code)
 
 
 LAUNCH_TRIGGERS = ("--accelerate_config", "--num_processes")
@@ -119,15 +108,24 @@ def launch(argv: list[str]) -> None:
 
 
 def main(argv: list[str] | None = None) -> Any:
+    """``poly-epo train``: the recipe checked and assembled, then trained (``--dry_run``: checked only), through the
+    entry points' one way out (``assembly.parse_and_run``). With ``--accelerate_config`` or ``--num_processes`` it
+    launches ``accelerate`` first (``launch``). Returns the trainer (the assembled parts for a dry run)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if "WORLD_SIZE" not in os.environ and any(a.split("=", 1)[0] in LAUNCH_TRIGGERS for a in argv):
         return launch(argv)
-    setup_logging()
-    try:
-        script_args, training_args, model_args = parse(argv)
-        parts = assemble_training(script_args, training_args, model_args)
-    except RecipeError as error:
-        stop(f"error: {error}", 2, once=True)
+    return parse_and_run(prepare, train, argv)[1]
+
+
+def prepare(argv: list[str] | None) -> tuple[ScriptArguments, PolyEPOConfig, ModelConfig, TrainingParts]:
+    """The recipe's configs and everything assembled from them, checked before any model loads."""
+    script_args, training_args, model_args = parse(argv)
+    return script_args, training_args, model_args, assemble_training(script_args, training_args, model_args)
+
+
+def train(prepared: tuple[ScriptArguments, PolyEPOConfig, ModelConfig, TrainingParts]) -> Any:
+    """Train the prepared recipe and end the run as TRL's script ends it (``finish``); a dry run stops first."""
+    script_args, training_args, model_args, parts = prepared
     dataset = parts.train_dataset
     logger.info("%d training prompts; first: %r", len(dataset), dataset[0]["prompt"])
     for message in cpu_slowdowns(training_args, torch.cuda.is_available()):
@@ -138,16 +136,9 @@ def main(argv: list[str] | None = None) -> Any:
             f"judge {training_args.judge!r}"
         )
         return parts
-    try:
-        trainer = run(script_args, training_args, model_args, parts)
-        if trainer is not None:
-            finish(trainer, script_args, training_args)
-    except RecipeError as error:
-        stop(f"error: {error}", 2, once=True)
-    except (JudgeFailing, CheckpointFailed) as error:
-        stop(f"error: {error}", 1)
-    except Preempted as preempted:
-        stop(str(preempted), preempted.exit_code)
+    trainer = run(script_args, training_args, model_args, parts)
+    if trainer is not None:
+        finish(trainer, script_args, training_args)
     return trainer
 
 

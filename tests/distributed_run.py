@@ -55,7 +55,7 @@ def main(model_dir: str, out: str, rows_per_rank: int, num_generations: int, set
     )
     trainer.seen = []
     judged = []
-    submit_groups = trainer.judge.submit_groups
+    submit_groups = trainer.judging.pipeline.submit_groups
     rank = trainer.accelerator.process_index
 
     def counting(groups):
@@ -64,7 +64,7 @@ def main(model_dir: str, out: str, rows_per_rank: int, num_generations: int, set
             raise ConnectionError("the judge server went away")
         return submit_groups(groups)
 
-    trainer.judge.submit_groups = counting
+    trainer.judging.pipeline.submit_groups = counting
     try:
         trainer.train()
     except JudgeFailing as error:

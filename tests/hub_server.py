@@ -3,12 +3,13 @@ separate OS process on loopback that ``huggingface_hub`` talks to through ``HF_E
 
     python tests/hub_server.py --port 0 --store <folder>
 
-It prints ``ready <port>`` once listening. It answers what ``create_repo``, ``ModelCard`` and ``upload_folder``
-send: repository creation (``POST /api/repos/create``), the card's metadata check (``POST /api/validate-yaml``), the pre-upload check (every file uploads inline, "regular", so nothing goes to
-LFS or Xet) and the commit (``POST /api/models/<repo>/commit/<revision>``, NDJSON whose file lines carry base64
-content). Each committed file is written to ``<store>/<repo>/<path>``, and every request is appended to
-``<store>/requests.jsonl`` (method, path, the token's presence), so a test reads back what reached "the Hub". A
-request without a bearer token is refused with 401, as the Hub refuses it.
+It prints ``ready <port>`` once listening. It answers what ``create_repo``, ``ModelCard`` and ``upload_folder`` send:
+repository creation (``POST /api/repos/create``), the card's metadata check (``POST /api/validate-yaml``), the pre-
+upload check (every file uploads inline, "regular", so nothing goes to LFS or Xet) and the commit (``POST
+/api/models/<repo>/commit/<revision>``, NDJSON whose file lines carry base64 content). Each committed file is written
+to ``<store>/<repo>/<path>``, and every request is appended to ``<store>/requests.jsonl`` (method, path, the token's
+presence), so a test reads back what reached "the Hub". A request without a bearer token is refused with 401, as the
+Hub refuses it.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ COMMIT = re.compile(r"^/api/(models|datasets|spaces)/(.+)/commit/([^/]+)$")
 class HubHandler(BaseHTTPRequestHandler):
     store: Path
 
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 (the base class's name)
+    def log_message(self, format: str, *args: object) -> None:
         pass
 
     def _body(self) -> bytes:

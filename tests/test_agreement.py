@@ -18,7 +18,7 @@ RECIPE = ["--config", "recipes/tiny/eval/config_demo.yaml"]
 def write_samples(folder, groups):
     """A checkpoint folder as poly-epo eval writes it, with chosen completions for the held-out sums."""
     folder.mkdir(parents=True)
-    settings = {"dataset_name": "builtin:sum_pair", "dataset_split": "test", "prompt_column": "problem"}
+    settings = {"dataset_name": "builtin:sum_pair", "dataset_test_split": "test", "prompt_column": "problem"}
     (folder / "settings.json").write_text(json.dumps(settings))
     lines = [json.dumps({"index": i, "completions": c}) for i, c in enumerate(groups)]
     (folder / "samples.jsonl").write_text("\n".join(lines) + "\n")
@@ -66,8 +66,8 @@ def test_agreement_on_samples_poly_epo_eval_wrote_with_the_embedding_judge(tmp_p
     assert "sum_pair vs embedding" in capsys.readouterr().out
     # samples drawn on other rows are refused, with the way out
     with pytest.raises(SystemExit):
-        main([*RECIPE, "--dataset_split", "train", "--samples", str(tmp_path / "eval" / "demo")])
-    assert "drawn with other ['dataset_split']" in capsys.readouterr().err
+        main([*RECIPE, "--dataset_test_split", "train", "--samples", str(tmp_path / "eval" / "demo")])
+    assert "drawn with other ['dataset_test_split']" in capsys.readouterr().err
 
 
 def test_without_samples_it_samples_the_checkpoint_and_refuses_one_judge(tmp_path, monkeypatch, capsys):

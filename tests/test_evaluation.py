@@ -24,7 +24,7 @@ from poly_epo_trl.evaluation.report import bootstrap_mean, problem_metrics, summ
 from poly_epo_trl.evaluation.sampling import SamplingSettings, choose_backend, vllm_sampling_kwargs
 from poly_epo_trl.evaluation.scoring import Scorer
 from poly_epo_trl.evaluation.store import SampleStore
-from poly_epo_trl.judges import AnswerJudge, resolve_judge
+from poly_epo_trl.judges import AnswerJudge
 from poly_epo_trl.rewards import resolve_reward
 from tests.tiny import save_tiny_model
 
@@ -170,10 +170,7 @@ def test_sampling_settings_and_backends():
 def test_every_eval_recipe_parses(recipe):
     args = parse(["--config", str(recipe)])
     assert args.checkpoints() and all(resolve_reward(name) for name in args.reward_funcs)
-    server = {"base_url": args.judge_base_url, "model": args.judge_model}
-    assert args.sampling.num_samples == args.num_samples and (
-        args.judge is None or resolve_judge(args.judge, server=server)
-    )
+    assert args.sampling.num_samples == args.num_samples and (args.judge is None or args.make_judge())
 
 
 def poly_epo_command(*args: str) -> list[str]:

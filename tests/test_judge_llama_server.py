@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from poly_epo_trl.judges import resolve_judge
+from poly_epo_trl.judges import JudgeSpec, LMOptions, ServerOptions
 
 SERVER_DIR = Path(os.environ.get("LLAMA_SERVER_DIR", Path.home() / ".cache" / "llama-server"))
 BINARY = SERVER_DIR / "bin" / "llama-server"
@@ -47,14 +47,16 @@ def test_one_slot_llama_server_judges_every_group_and_survives_a_restart():
         port = probe.getsockname()[1]
     server = start(port)
     try:
-        judge_server = {"base_url": f"http://127.0.0.1:{port}/v1"}
-        judge = resolve_judge("openai", server=judge_server, max_tokens=160)
+        judge_server = ServerOptions(f"http://127.0.0.1:{port}/v1")
+        judge = JudgeSpec.parse(
+            "openai", fallback="distinct", server=judge_server, lm=LMOptions(max_tokens=160)
+        ).build()
         groups = [(f"{PROBLEM} (#{g})", COMPLETIONS) for g in range(3)]
         results = judge.judge_groups(groups)  # three at once into one slot: queued, none timed out
         assert all(r.fallback is None and len(r.labels) == 3 for r in results), [r.cause for r in results]
         stats = judge.pop_stats()
         assert stats["prompt_tokens"] > 0 and stats.get("timeouts", 0) == 0
-        assert judge.structured_output == "json_schema"  # llama.cpp honours the answer schema
+        assert judge.judge.structured_output == "json_schema"  # llama.cpp honours the answer schema
 
         outcome = {}
         worker = threading.Thread(target=lambda: outcome.update(results=judge.judge_groups(groups[:2])))
@@ -67,11 +69,12 @@ def test_one_slot_llama_server_judges_every_group_and_survives_a_restart():
         worker.join(300)
         assert all(r.fallback is None for r in outcome["results"]), [r.cause for r in outcome["results"]]
         stats = judge.pop_stats()
-        assert stats["connect_errors"] >= 1 and judge.breaker.state == "closed"
+        assert stats["connect_errors"] >= 1 and judge.judge.breaker.state == "closed"
         assert time.monotonic() - restarted < 120
 
         # a group of 6 at most 3 per request: two requests, the second told the strategies of the first
-        split = resolve_judge("openai", server=judge_server, max_tokens=160, max_responses_per_request=3)
+        options = LMOptions(max_tokens=160, max_responses_per_request=3)
+        split = JudgeSpec.parse("openai", fallback="distinct", server=judge_server, lm=options).build()
         result = split.judge_groups([(PROBLEM, COMPLETIONS * 2)])[0]
         assert result.fallback is None and len(result.labels) == 6, result.cause
         assert split.pop_stats()["split_requests"] == 2
@@ -111,12 +114,12 @@ def test_the_agent_template_on_llama_server_judges_trajectories():
         port = probe.getsockname()[1]
     server = start(port)
     try:
-        judge = resolve_judge(
-            "openai", server={"base_url": f"http://127.0.0.1:{port}/v1"}, max_tokens=160, template="agent"
-        )
+        server_options = ServerOptions(f"http://127.0.0.1:{port}/v1")
+        options = LMOptions(max_tokens=160, template="agent")
+        judge = JudgeSpec.parse("openai", fallback="distinct", server=server_options, lm=options).build()
         result = judge.judge_groups([(PROBLEM, TRAJECTORIES)])[0]
         assert result.fallback is None and len(result.labels) == 3, result.cause
-        assert judge.template.name == "agent" and judge.pop_stats()["prompt_tokens"] > 0
+        assert judge.judge.template.name == "agent" and judge.pop_stats()["prompt_tokens"] > 0
     finally:
         server.kill()
         server.wait()

@@ -17,9 +17,12 @@ from poly_epo_trl.judges import (
     CircuitBreaker,
     JudgeError,
     JudgeFailing,
+    JudgePipeline,
+    JudgeSpec,
+    LMOptions,
     OpenAICompatibleJudge,
     RetryPolicy,
-    resolve_judge,
+    ServerOptions,
     step_metrics,
 )
 from poly_epo_trl.judges.audit import read_audit
@@ -43,8 +46,26 @@ def expected(group: tuple[str, list[str]]) -> list[int]:
     return [first.setdefault(text.rsplit("{", 1)[1], len(first)) for text in group[1]]
 
 
-def judge_for(server: ServerProcess, **kwargs) -> OpenAICompatibleJudge:
-    return OpenAICompatibleJudge(server.base_url, MODEL, **kwargs)
+def judge_for(
+    server: ServerProcess | str,
+    fallback: str = "distinct",
+    breaker: CircuitBreaker | None = None,
+    max_concurrency: int = 32,
+    max_outage_seconds: float = 0.0,
+    api_key_env: str = "OPENAI_API_KEY",
+    stream: bool = True,
+    **options,
+) -> JudgePipeline:
+    """The judge at ``server`` (a test server, or a base URL), asked as ``options`` say (``LMOptions``), in a
+    pipeline with ``fallback`` and ``max_outage_seconds``."""
+    base_url = server if isinstance(server, str) else server.base_url
+    judge = OpenAICompatibleJudge(
+        ServerOptions(base_url, MODEL, api_key_env=api_key_env, stream=stream),
+        LMOptions(**options),
+        breaker=breaker,
+        max_concurrency=max_concurrency,
+    )
+    return JudgePipeline(judge, fallback=fallback, max_outage_seconds=max_outage_seconds)
 
 
 def test_one_slot_server_judges_every_group():
@@ -69,8 +90,8 @@ def test_concurrency_adapts_to_a_queue_the_client_cannot_see():
         results = judge.judge_groups(batch)
         assert [r.labels for r in results] == [expected(g) for g in batch]
         stats = judge.pop_stats()
-        assert stats["timeouts"] > 0 and judge.limiter.limit < 16
-        assert judge.breaker.times_opened == 0  # a slow server is not a dead one
+        assert stats["timeouts"] > 0 and judge.judge.limiter.limit < 16
+        assert judge.judge.breaker.times_opened == 0  # a slow server is not a dead one
         time.sleep(0.3)
         served = server.stats()
         # most requests given up on were cancelled on the server; a few had finished as the client gave up
@@ -100,7 +121,7 @@ def test_invalid_answers_never_open_the_breaker():
         assert len(judged) >= 85 and stats.get("fallback/distinct", 0) == 100 - len(judged)
         assert stats["invalid_answers"] == server.stats()["invalid_sent"] > 10
         assert stats["corrective_turns"] == stats["calls"] - 100 and stats["retries"] == 0
-        assert judge.breaker.times_opened == 0 and judge.breaker.state == "closed"
+        assert judge.judge.breaker.times_opened == 0 and judge.judge.breaker.state == "closed"
         assert step_metrics(stats, [])["fallback_frac"] == (100 - len(judged)) / 100
 
 
@@ -115,7 +136,7 @@ def test_a_group_the_server_rejects_falls_back_alone():
         assert [r.fallback for r in results] == [None, "distinct", None, None, "distinct", None]
         stats = judge.pop_stats()
         assert stats["invalid_answers"] == 2 and stats["rejected"] == 1 and stats.get("retries", 0) == 0
-        assert judge.breaker.state == "closed" and judge.structured_output == "json_schema"
+        assert judge.judge.breaker.state == "closed" and judge.judge.structured_output == "json_schema"
         assert "keys ['1']" in results[1].cause
         assert "maximum context length" in results[4].cause and server.base_url in results[4].cause
 
@@ -126,7 +147,7 @@ def test_restart_mid_run_judged_again_within_seconds():
     restart."""
     port = free_port()
     server = ServerProcess(port=port, slots=2, latency=0.02, model=MODEL).start()
-    judge = OpenAICompatibleJudge(f"http://127.0.0.1:{port}/v1", MODEL)
+    judge = judge_for(f"http://127.0.0.1:{port}/v1")
     judged_at: list[float] = []
     results = []
 
@@ -154,9 +175,10 @@ def test_restart_mid_run_judged_again_within_seconds():
     first_after = min(t for t in judged_at if t > restarted)
     # groups that failed wait for the breaker's probes (1, 2, 4, then every 5 s), not out their own back-offs (up to
     # max_delay, 10 s): the server is found by the next probe, within one probe interval of answering again
-    assert first_after - restarted < judge.breaker.probe_interval + 1, first_after - restarted
+    breaker = judge.judge.breaker
+    assert first_after - restarted < breaker.probe_interval + 1, first_after - restarted
     stats = judge.pop_stats()
-    assert judge.breaker.times_opened >= 1 and stats["probes"] >= 1 and judge.breaker.state == "closed"
+    assert breaker.times_opened >= 1 and stats["probes"] >= 1 and breaker.state == "closed"
     assert stats["connect_errors"] >= 1
 
 
@@ -165,8 +187,7 @@ def test_an_outage_longer_than_the_retry_budget_is_waited_out_when_the_trainer_a
     server down 4 s against a 0.5 s retry budget: every group waits and is judged once it is back, none falls back."""
     port = free_port()
     server = ServerProcess(port=port, slots=2, latency=0.01, model=MODEL).start()
-    judge = OpenAICompatibleJudge(f"http://127.0.0.1:{port}/v1", MODEL, retry=RetryPolicy(budget=0.5))
-    judge.max_outage_seconds = 60
+    judge = judge_for(f"http://127.0.0.1:{port}/v1", retry=RetryPolicy(budget=0.5), max_outage_seconds=60)
     try:
         assert all(r.fallback is None for r in judge.judge_groups(groups(4, tag="before-")))
         server.kill()
@@ -186,7 +207,7 @@ def test_an_outage_longer_than_the_retry_budget_is_waited_out_when_the_trainer_a
 def test_a_long_outage_falls_back_counted_and_warned(caplog):
     port = free_port()
     policy = RetryPolicy(budget=1.5, base_delay=0.05, max_delay=0.2)
-    judge = OpenAICompatibleJudge(f"http://127.0.0.1:{port}/v1", MODEL, retry=policy)
+    judge = judge_for(f"http://127.0.0.1:{port}/v1", retry=policy)
     with caplog.at_level(logging.WARNING):
         start = time.monotonic()
         results = judge.judge_groups(groups(20))
@@ -203,9 +224,9 @@ def test_a_long_outage_falls_back_counted_and_warned(caplog):
 
 def test_closed_port_error_names_the_url_and_the_fix():
     port = free_port()
-    judge = resolve_judge(
-        f"openai:http://127.0.0.1:{port}/v1/{MODEL}", retry=RetryPolicy(budget=0.2), fallback="raise"
-    )
+    judge = JudgeSpec.parse(
+        f"openai:http://127.0.0.1:{port}/v1/{MODEL}", lm=LMOptions(retry=RetryPolicy(budget=0.2))
+    ).build()
     with pytest.raises(JudgeError) as error:
         judge.cluster_groups(groups(1))
     message = str(error.value)
@@ -216,15 +237,15 @@ def test_closed_port_error_names_the_url_and_the_fix():
 def test_path_prefix_model_with_slash_and_model_discovery():
     with ServerProcess(prefix="/api/v1", model=MODEL) as server:
         base = f"http://127.0.0.1:{server.port}/api/v1"
-        spec = resolve_judge(f"openai:{base}/{MODEL}")
-        assert (spec.base_url, spec.model) == (base, MODEL)
+        spec = JudgeSpec.parse(f"openai:{base}/{MODEL}", fallback="distinct").build()
+        assert (spec.judge.base_url, spec.judge.model) == (base, MODEL)
         assert [r.labels for r in spec.judge_groups(groups(2))] == [expected(g) for g in groups(2)]
-        discovered = resolve_judge("openai", server={"base_url": base})
-        assert discovered.cluster_groups(groups(1)) == [expected(groups(1)[0])] and discovered.model == MODEL
-        wrong = resolve_judge("openai", server={"base_url": base, "model": "org/other"})
+        discovered = JudgeSpec.parse("openai", fallback="distinct", server=ServerOptions(base)).build()
+        assert discovered.cluster_groups(groups(1)) == [expected(groups(1)[0])] and discovered.judge.model == MODEL
+        wrong = JudgeSpec.parse("openai", fallback="distinct", server=ServerOptions(base, "org/other")).build()
         [result] = wrong.judge_groups(groups(1))
         assert result.fallback == "distinct" and "404" in wrong.last_failure and "/models" in wrong.last_failure
-        assert wrong.breaker.state == "closed"
+        assert wrong.judge.breaker.state == "closed"
 
 
 def test_api_key_from_the_environment(monkeypatch):
@@ -251,7 +272,7 @@ def test_servers_without_structured_output_or_with_string_ids(caplog):
         judge = judge_for(server)
         with caplog.at_level(logging.WARNING):
             assert judge.cluster_groups(groups(4)) == [expected(g) for g in groups(4)]
-        assert judge.structured_output == "none" and "rejected structured output" in caplog.text
+        assert judge.judge.structured_output == "none" and "rejected structured output" in caplog.text
         assert judge.pop_stats().get("invalid_answers", 0) == 0
 
 

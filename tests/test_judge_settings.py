@@ -2,6 +2,7 @@
 ``poly-epo judge-agreement`` take with the same name, the same check and the same resulting judge."""
 
 import dataclasses
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -9,8 +10,9 @@ import yaml
 
 from poly_epo_trl import agreement, train
 from poly_epo_trl import eval as evaluate
-from poly_epo_trl.assembly import EvalArguments
+from poly_epo_trl.assembly import AgreementArguments, EvalArguments
 from poly_epo_trl.checks import RecipeError
+from poly_epo_trl.constants import DEGENERATE_CLUSTER_ID
 from poly_epo_trl.judges import JudgeSettings, OpenAICompatibleJudge
 from poly_epo_trl.trainer import PolyEPOConfig
 
@@ -55,7 +57,7 @@ def recipe(base: Path, tmp_path: Path, **changes) -> list[str]:
 def test_the_judge_settings_are_one_set_of_fields():
     names = {f.name for f in dataclasses.fields(JudgeSettings)}
     assert set(CHANGED) == names  # a new setting is tried below too
-    for owner in (PolyEPOConfig, EvalArguments, agreement.AgreementArguments):
+    for owner in (PolyEPOConfig, EvalArguments, AgreementArguments):
         assert names <= {f.name for f in dataclasses.fields(owner)}, owner
 
 
@@ -66,14 +68,13 @@ def test_every_judge_setting_of_a_training_recipe_works_in_eval_and_agreement(tm
         args = parse(recipe(EVAL, tmp_path, **changed))
         for name, value in changed.items():
             assert getattr(args, name) == getattr(training, name) == value, name
-        options = {k: v for k, v in training.judge_options().items() if k != "degenerate_cluster_id"}
-        assert args.judge_options() == options
-        judges = [args.make_judge(), training.make_judge()]
-        for judge in judges:
-            assert isinstance(judge, OpenAICompatibleJudge)
+        assert args.judge_spec() == replace(training.judge_spec(), degenerate_cluster_id=DEGENERATE_CLUSTER_ID)
+        pipelines = [args.make_judge(), training.make_judge()]
+        for pipeline in pipelines:
+            assert isinstance(pipeline.judge, OpenAICompatibleJudge)
         seen = [
-            (j.base_url, j.model, j.api_key_env, j.max_concurrency, j.fallback, j.max_outage_seconds, j.retry)
-            for j in judges
+            (j.base_url, j.model, j.api_key_env, j.max_concurrency, p.fallback, p.max_outage_seconds, j.retry)
+            for p, j in ((p, p.judge) for p in pipelines)
         ]
         assert seen[0] == seen[1]
         assert seen[0][:6] == ("http://127.0.0.1:9/v1", "judge-model", "MY_JUDGE_KEY", 7, "skip", 30.0)

@@ -10,7 +10,7 @@ from tiny import save_tiny_model, small_config, toy_dataset
 from transformers import AutoTokenizer
 
 from poly_epo_trl import GRPODivTrainer, PolyEPOTrainer
-from poly_epo_trl.judges import AnswerJudge, JudgeCache
+from poly_epo_trl.judges import AnswerJudge, JudgeCache, JudgePipeline
 from poly_epo_trl.judges.audit import AUDIT_FILE, JudgeAudit, audited, read_audit
 from poly_epo_trl.tasks.sum_pair import pair_judge, sum_pair_reward
 from poly_epo_trl.trainer.verdicts import JUDGE_COLUMNS
@@ -123,7 +123,9 @@ def test_resume_at_keeps_what_the_checkpoint_saw(tmp_path):
 
 
 def test_answer_judge_names_its_strategies_and_the_cache_keeps_lm_descriptions(tmp_path):
-    (result,) = AnswerJudge("boxed").judge_groups([("2+3?", ["\\boxed{5}", "no idea", "so \\boxed{5}", "\\boxed{6}"])])
+    (result,) = JudgePipeline(AnswerJudge("boxed")).judge_groups(
+        [("2+3?", ["\\boxed{5}", "no idea", "so \\boxed{5}", "\\boxed{6}"])]
+    )
     assert result.labels == [0, 100, 0, 1] and result.strategies == ["answer 5", None, "answer 5", "answer 6"]
     cache = JudgeCache(tmp_path)
     cache.put("k", [0, 1], ["counts up", None])
@@ -140,7 +142,7 @@ def test_a_judge_that_describes_strategies_wrongly_is_a_judging_failure():
         async def acluster(self, prompt, completions):
             return Clusters([0] * len(completions), ["one"])
 
-    (result,) = Miscounting(fallback="distinct").judge_groups([("p", ["a", "b"])])
+    (result,) = JudgePipeline(Miscounting(), fallback="distinct").judge_groups([("p", ["a", "b"])])
     assert result.fallback == "distinct" and "expected 2 strategies" in result.cause
     assert torch.tensor(result.labels).tolist() == [0, 1]
 

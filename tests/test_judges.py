@@ -18,12 +18,15 @@ from poly_epo_trl.judges import (
     InvalidAnswer,
     JudgeCache,
     JudgeError,
+    JudgePipeline,
+    JudgeSpec,
     JudgeTemplate,
+    LMOptions,
     OpenAICompatibleJudge,
     RetryPolicy,
+    ServerOptions,
     parse_cluster_ids,
     redact_url,
-    resolve_judge,
     step_metrics,
 )
 from poly_epo_trl.judges.prompts import response_blocks
@@ -96,10 +99,28 @@ def api_key(monkeypatch):
     return "sk-ant-secret-key-0123456789"
 
 
-def claude(script: Script, **kwargs) -> AnthropicJudge:
+def claude(script: Script, fallback: str = "distinct", **options) -> JudgePipeline:
+    """Claude on the scripted service, in a pipeline with ``fallback``; ``options``: ``LMOptions`` (retry FAST)."""
     client = httpx2.AsyncClient(transport=httpx2.MockTransport(script))
-    kwargs.setdefault("retry", FAST)
-    return AnthropicJudge(model="claude-test", http_client=client, **kwargs)
+    options.setdefault("retry", FAST)
+    return JudgePipeline(AnthropicJudge("claude-test", LMOptions(**options), http_client=client), fallback=fallback)
+
+
+def openai(
+    script, fallback: str = "distinct", breaker=None, max_concurrency: int = 32, server=None, **options
+) -> JudgePipeline:
+    """The OpenAI-compatible judge on ``script`` (a fake service), in a pipeline with ``fallback``."""
+    server = server or ServerOptions("http://x/v1", "m")
+    transport = httpx2.MockTransport(script)
+    judge = OpenAICompatibleJudge(
+        server, LMOptions(**options), transport=transport, breaker=breaker, max_concurrency=max_concurrency
+    )
+    return JudgePipeline(judge, fallback=fallback)
+
+
+def spec(text: str, fallback: str = "raise", server=None, **options) -> JudgePipeline:
+    """The pipeline a recipe's judge spec builds (``options``: ``LMOptions``)."""
+    return JudgeSpec.parse(text, fallback=fallback, lm=LMOptions(**options), server=server or ServerOptions()).build()
 
 
 # Reading the answer
@@ -188,7 +209,7 @@ def test_invalid_answer_is_re_asked_once_with_the_error_quoted(api_key, invalid)
     assert judge.cluster_groups([(PROBLEM, COMPLETIONS)]) == [[0, 1, 0, 100]]
     stats = judge.pop_stats()
     assert stats["invalid_answers"] == 1 and stats["corrective_turns"] == 1 and stats["calls"] == 2
-    assert stats["retries"] == 0 and judge.breaker.failures == 0
+    assert stats["retries"] == 0 and judge.judge.breaker.failures == 0
     corrective = json.loads(script.requests[1].content)["messages"]
     assert [m["role"] for m in corrective] == ["user", "assistant", "user"]
     assert corrective[1]["content"] == invalid and "could not be used" in corrective[2]["content"]
@@ -197,7 +218,7 @@ def test_invalid_answer_is_re_asked_once_with_the_error_quoted(api_key, invalid)
     script = Script([invalid, invalid])
     judge = claude(script)
     [result] = judge.judge_groups([(PROBLEM, COMPLETIONS)])
-    assert result.fallback == "distinct" and judge.breaker.state == "closed" and script.calls == 2
+    assert result.fallback == "distinct" and judge.judge.breaker.state == "closed" and script.calls == 2
     assert judge.pop_stats()["invalid_answers"] == 2
 
 
@@ -252,16 +273,13 @@ def test_secrets_never_leak(api_key, monkeypatch, tmp_path):
 def test_openai_compatible_server(monkeypatch):
     script = Script([GOOD, 503, '{"1": 2, "2": 2, "3": 2, "4": 100}'], reply=openai_reply)
     monkeypatch.setenv("JUDGE_KEY", "local-secret")
-    judge = OpenAICompatibleJudge(
+    server = ServerOptions(
         "http://judge-host:8001/v1",
         "Qwen/Qwen3-4B-Instruct-2507",
         api_key_env="JUDGE_KEY",
-        retry=FAST,
-        max_tokens=300,
-        temperature=0.2,
         extra_body={"chat_template_kwargs": {"enable_thinking": False}},
-        transport=httpx2.MockTransport(script),
     )
+    judge = openai(script, server=server, retry=FAST, max_tokens=300, temperature=0.2)
     assert judge.cluster_groups([(PROBLEM, COMPLETIONS)] * 2) == [[0, 1, 0, 100], [0, 0, 0, 100]]
     request = script.requests[0]
     assert str(request.url) == "http://judge-host:8001/v1/chat/completions"
@@ -275,7 +293,7 @@ def test_openai_compatible_server(monkeypatch):
 
 
 @pytest.mark.parametrize(
-    ("spec", "base_url", "model"),
+    ("text", "base_url", "model"),
     [
         (
             "openai:http://judge-host:8001/v1/Qwen/Qwen3-4B-Instruct-2507",
@@ -291,25 +309,24 @@ def test_openai_compatible_server(monkeypatch):
         ("openai:http://127.0.0.1:8000/v1/m", "http://127.0.0.1:8000/v1", "m"),
     ],
 )
-def test_openai_specs_split_after_the_last_version_segment(spec, base_url, model):
-    judge = resolve_judge(spec, retry=FAST)
+def test_openai_specs_split_after_the_last_version_segment(text, base_url, model):
+    judge = spec(text, retry=FAST).judge
     assert (judge.base_url, judge.model) == (base_url, model)
 
 
 def test_openai_base_url_and_model_given_apart():
-    server = {"base_url": "http://host/odd/prefix", "model": "org/v2"}
-    judge = resolve_judge("openai", server=server)
+    judge = spec("openai", server=ServerOptions("http://host/odd/prefix", "org/v2")).judge
     assert (judge.base_url, judge.model) == ("http://host/odd/prefix", "org/v2")
-    judge = resolve_judge("openai:http://host/odd/prefix", server={"model": "org/v2"})
+    judge = spec("openai:http://host/odd/prefix", server=ServerOptions(model="org/v2")).judge
     assert (judge.base_url, judge.model) == ("http://host/odd/prefix", "org/v2")
     with pytest.raises(ValueError, match="set judge_base_url and judge_model separately"):
-        resolve_judge("openai:http://host/odd/prefix/org/model")
+        spec("openai:http://host/odd/prefix/org/model")
     with pytest.raises(ValueError, match="needs the server"):
-        resolve_judge("openai")
+        spec("openai")
     with pytest.raises(ValueError, match="keep one"):
-        resolve_judge("openai:http://a/v1/m", server={"base_url": "http://b/v1"})
+        spec("openai:http://a/v1/m", server=ServerOptions("http://b/v1"))
     with pytest.raises(ValueError, match="not an http"):
-        resolve_judge("openai:judge-host:8000/v1/m")
+        spec("openai:judge-host:8000/v1/m")
     assert redact_url("http://user:pw@host:1/v1?key=abc") == "http://***@host:1/v1?key=***"
 
 
@@ -319,10 +336,10 @@ def test_structured_output_is_dropped_when_the_server_rejects_it(caplog):
             return httpx2.Response(400, json={"error": {"message": "unknown field response_format"}})
         return openai_reply(GOOD)
 
-    judge = OpenAICompatibleJudge("http://x/v1", "m", transport=httpx2.MockTransport(server), retry=FAST)
+    judge = openai(server, retry=FAST)
     with caplog.at_level("WARNING"):
         assert judge.cluster_groups([(PROBLEM, COMPLETIONS)] * 3) == [[0, 1, 0, 100]] * 3
-    assert judge.structured_output == "none" and "rejected structured output" in caplog.text
+    assert judge.judge.structured_output == "none" and "rejected structured output" in caplog.text
     assert judge.pop_stats()["structured_output_off"] == 1
 
 
@@ -332,14 +349,11 @@ def test_fault_injection_200_groups():
     kinds = {"hang": "timeouts", 429: "rate_limited", 500: "server_errors", '{"1": 1}': "invalid_answers"}
     actions = [rng.choice(list(kinds)) if rng.random() < 0.3 else GOOD for _ in range(2000)]
     script = Script(actions, reply=openai_reply)
-    judge = OpenAICompatibleJudge(
-        "http://x/v1",
-        "m",
-        transport=httpx2.MockTransport(script),
+    judge = openai(
+        script,
         max_concurrency=32,
         retry=RetryPolicy(timeout=0.2, budget=0.3, base_delay=0.001, max_delay=0.005, max_retry_after=0.01),
         breaker=CircuitBreaker(failure_threshold=10_000),
-        fallback="distinct",
     )
     results = judge.judge_groups([(f"{PROBLEM} #{g}", COMPLETIONS) for g in range(200)])
     stats = judge.pop_stats()
@@ -393,9 +407,7 @@ def test_circuit_breaker_stops_hammering_a_dead_api_and_recovers():
     breaker = CircuitBreaker(failure_threshold=3, first_probe=0.2, probe_interval=0.4)
     script = Script([500] * 10_000, reply=openai_reply)
     policy = RetryPolicy(timeout=0.5, budget=1.0, base_delay=0.001, max_delay=0.01)
-    judge = OpenAICompatibleJudge(
-        "http://x/v1", "m", transport=httpx2.MockTransport(script), retry=policy, breaker=breaker
-    )
+    judge = openai(script, retry=policy, breaker=breaker)
     start = time.perf_counter()
     results = judge.judge_groups([(f"{PROBLEM} #{g}", COMPLETIONS) for g in range(50)])
     elapsed = time.perf_counter() - start
@@ -416,9 +428,7 @@ def test_groups_backing_off_go_again_as_soon_as_a_probe_finds_the_service_back()
     breaker = CircuitBreaker(failure_threshold=3, first_probe=0.2, probe_interval=0.4)
     script = Script([500] * 8, reply=openai_reply)  # the first 8 requests fail, then the service is back
     policy = RetryPolicy(timeout=1.0, budget=30.0, base_delay=5.0, max_delay=5.0)
-    judge = OpenAICompatibleJudge(
-        "http://x/v1", "m", transport=httpx2.MockTransport(script), retry=policy, breaker=breaker
-    )
+    judge = openai(script, retry=policy, breaker=breaker)
     start = time.perf_counter()
     results = judge.judge_groups([(f"{PROBLEM} #{g}", COMPLETIONS) for g in range(8)])
     elapsed = time.perf_counter() - start
@@ -429,21 +439,21 @@ def test_groups_backing_off_go_again_as_soon_as_a_probe_finds_the_service_back()
 
 def test_chain_falls_back_to_the_next_judge():
     script = Script([500] * 100, reply=openai_reply)
-    first = OpenAICompatibleJudge("http://x/v1", "m", transport=httpx2.MockTransport(script), retry=FAST)
-    first.chain = [AnswerJudge(mode="last_number")]
+    server = OpenAICompatibleJudge(
+        ServerOptions("http://x/v1", "m"), LMOptions(retry=FAST), httpx2.MockTransport(script)
+    )
+    first = JudgePipeline(server, chain=[AnswerJudge(mode="last_number")])
     [result] = first.judge_groups([(PROBLEM, ["x = 3", "so 3", "it is 2", "nothing"])])
     assert result.labels == [0, 0, 1, 100] and result.judge == "answer" and result.fallback is None
     assert first.pop_stats()["answered_by/answer"] == 1
-    chained = resolve_judge("openai:http://x/v1/m,answer:last_number", retry=FAST)
+    chained = spec("openai:http://x/v1/m,answer:last_number", retry=FAST)
     assert isinstance(chained.chain[0], AnswerJudge)
 
 
 def test_concurrency_128_groups_at_32_take_about_4_latencies():
     latency = 0.2
     script = Script([], reply=openai_reply, latency=latency)
-    judge = OpenAICompatibleJudge(
-        "http://x/v1", "m", transport=httpx2.MockTransport(script), max_concurrency=32, initial_concurrency=32
-    )
+    judge = openai(script, max_concurrency=32, initial_concurrency=32)
     start = time.perf_counter()
     labels = judge.cluster_groups([(f"{PROBLEM} #{g}", COMPLETIONS) for g in range(128)])
     elapsed = time.perf_counter() - start
@@ -479,17 +489,14 @@ def test_cache_second_identical_batch_makes_no_calls(tmp_path):
     groups = [(f"{PROBLEM} #{g}", COMPLETIONS) for g in range(10)]
 
     def judge():
-        transport = httpx2.MockTransport(script)
-        return OpenAICompatibleJudge("http://x/v1", "m", transport=transport, retry=FAST, cache_dir=tmp_path)
+        return openai(script, retry=FAST, cache_dir=tmp_path)
 
     first = judge().cluster_groups(groups)
     assert script.calls == 10
     again = judge()  # a new run (resume, evaluation) with the same cache
     assert again.cluster_groups(groups) == first and script.calls == 10
     assert again.pop_stats()["cache_hits"] == 10
-    other_template = OpenAICompatibleJudge(
-        "http://x/v1", "m", transport=httpx2.MockTransport(script), retry=FAST, cache_dir=tmp_path, template="code"
-    )
+    other_template = openai(script, retry=FAST, cache_dir=tmp_path, template="code")
     other_template.cluster_groups(groups[:1])
     assert script.calls == 11  # another template is another question
 
@@ -556,7 +563,7 @@ def test_judge_settings_reach_the_judge(tmp_path):
         judge_max_response_chars=500,
         judge_max_responses_per_request=6,
     )
-    judge = resolve_judge(config.judge, **config.judge_options())
+    judge = config.make_judge().judge
     assert (judge.max_response_chars, judge.max_responses_per_request) == (500, 6)
     assert (judge.base_url, judge.model, judge.max_tokens, judge.temperature) == (
         "http://host:1/api/v1",
@@ -585,9 +592,7 @@ def test_math_template_calls_repetition_degenerate():
 )
 def test_other_structured_output_forms(structured, field, value):
     script = Script([], reply=openai_reply)
-    judge = OpenAICompatibleJudge(
-        "http://x/v1", "m", transport=httpx2.MockTransport(script), structured_output=structured, stream=False
-    )
+    judge = openai(script, server=ServerOptions("http://x/v1", "m", stream=False), structured_output=structured)
     assert judge.cluster_groups([(PROBLEM, COMPLETIONS)]) == [[0, 1, 0, 100]]
     body = json.loads(script.requests[0].content)
     assert "stream" not in body and "stream_options" not in body
@@ -613,7 +618,7 @@ def test_credentials_in_judge_urls_are_refused_and_never_echoed(tmp_path, settin
         PolyEPOConfig(output_dir=str(tmp_path), report_to="none", use_cpu=True, **settings)
     assert "s3cret" not in str(error.value) and "judge_api_key_env" in str(error.value)
     with pytest.raises(ValueError, match="carries credentials"):
-        OpenAICompatibleJudge("http://user:s3cret@host:8000/v1", "m")
+        OpenAICompatibleJudge(ServerOptions("http://user:s3cret@host:8000/v1", "m"))
 
 
 def test_plain_judge_functions_judge_groups_concurrently():
@@ -626,7 +631,7 @@ def test_plain_judge_functions_judge_groups_concurrently():
 
     groups = [(f"p{i}", ["a", "b"]) for i in range(4)]
     for cap, low, high in ((32, 0.2, 0.6), (1, 0.95, 2.0)):
-        judge = resolve_judge(slow, max_concurrency=cap)
+        judge = JudgeSpec(max_concurrency=cap).around(slow)
         start = clock.perf_counter()
         assert judge.cluster_groups(groups) == [[0, 1]] * 4
         assert low < clock.perf_counter() - start < high
@@ -642,7 +647,7 @@ def test_every_batch_runs_on_one_long_lived_judge_loop():
         seen.append((threading.current_thread().name, id(asyncio.get_running_loop())))
         return [0] * len(completions)
 
-    judge = resolve_judge(where)
+    judge = JudgeSpec().around(where)
     for _ in range(3):
         judge.cluster_groups([("p", ["a", "b"])])
     future = judge.submit_groups([("q", ["c"])])  # returns at once; the result arrives on the future
@@ -661,7 +666,7 @@ def test_lm_judges_send_the_end_of_long_responses():
             return Reply('{"1": {"strategy": "s", "cluster_id": 1}, "2": {"strategy": "t", "cluster_id": 2}}')
 
     long = "stepwork " * 500 + "so the answer is \\boxed{7}"
-    judge = Recording("m", max_response_chars=100)
+    judge = Recording("m", LMOptions(max_response_chars=100))
     assert judge.cluster_groups([("What?", [long, "short \\boxed{3}"])]) == [[0, 1]]
     assert f"[... {len(long) - 100} characters cut ...]" in judge.sent and "\\boxed{7}" in judge.sent
     assert "short \\boxed{3}" in judge.sent and judge.sent.count("stepwork") <= 11
@@ -725,14 +730,14 @@ def test_lm_judge_splits_a_large_group_and_keeps_ids_consistent_across_parts():
     completions = [f"answer {k} ends with {w}" for k, w in enumerate(words)]
     whole = ByLastWord("m").cluster_groups([("p", completions)])[0]
     assert whole == [0, 1, 0, 2, 1, 3, 0, 4, 2, 1] * 2
-    judge = ByLastWord("m", max_responses_per_request=6)
+    judge = ByLastWord("m", LMOptions(max_responses_per_request=6))
     sent.clear()
     assert judge.cluster_groups([("p", completions)])[0] == whole
     assert len(sent) == 4 and judge.pop_stats()["split_requests"] == 4
     assert "earlier answers" not in sent[0]
     assert all(len(response_blocks(s)) == 5 and "earlier answers" in s for s in sent[1:])
     with pytest.raises(ValueError, match="max_responses_per_request"):
-        ByLastWord("m", max_responses_per_request=1)
+        ByLastWord("m", LMOptions(max_responses_per_request=1))
 
 
 def test_a_bug_in_a_judge_surfaces_instead_of_falling_back():
@@ -749,9 +754,9 @@ def test_a_bug_in_a_judge_surfaces_instead_of_falling_back():
         return [0]
 
     with pytest.raises(TypeError, match="unsupported operand"):
-        resolve_judge(buggy, fallback="distinct").cluster_groups([("p", ["a", "b"])])
+        JudgeSpec(fallback="distinct").around(buggy).cluster_groups([("p", ["a", "b"])])
     for fn in (offline, wrong_shape):
-        result = resolve_judge(fn, fallback="distinct").judge_groups([("p", ["a", "b"])])[0]
+        result = JudgeSpec(fallback="distinct").around(fn).judge_groups([("p", ["a", "b"])])[0]
         assert result.fallback == "distinct" and result.labels == [0, 1], fn.__name__
 
 

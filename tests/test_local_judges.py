@@ -3,7 +3,7 @@
 import pytest
 from tiny import save_tiny_model
 
-from poly_epo_trl.judges import RetryPolicy, TransformersJudge, resolve_judge
+from poly_epo_trl.judges import JudgePipeline, JudgeSpec, LMOptions, RetryPolicy, TransformersJudge
 from poly_epo_trl.judges.embedding import EmbeddingJudge, average_linkage_clusters
 
 PROBLEM = "What is 12 * 3?"
@@ -12,7 +12,8 @@ COMPLETIONS = ["12 * 3 = 36, so \\boxed{36}", "3 * 12 = 30 + 6 = 36", "\\boxed{3
 
 def test_tiny_model_garbage_takes_the_invalid_answer_path(tmp_path):
     directory = save_tiny_model(tmp_path / "tiny")
-    judge = TransformersJudge(str(directory), max_tokens=8, retry=RetryPolicy(timeout=60, budget=0))
+    options = LMOptions(max_tokens=8, retry=RetryPolicy(timeout=60, budget=0))
+    judge = JudgePipeline(TransformersJudge(str(directory), options), fallback="distinct")
     [result] = judge.judge_groups([(PROBLEM, COMPLETIONS)])
     assert result.fallback == "distinct" and result.labels == [0, 1, 2, 3]
     stats = judge.pop_stats()
@@ -22,8 +23,9 @@ def test_tiny_model_garbage_takes_the_invalid_answer_path(tmp_path):
 def test_smollm2_real_prompt_round_trip():
     """A real instruct model reads the math template and answers; small models often break the JSON, which must
     end in ids or the fallback, never an exception."""
-    judge = resolve_judge("transformers:smollm2", retry=RetryPolicy(timeout=300, budget=0), max_tokens=96)
-    assert judge.tokenizer.chat_template
+    options = LMOptions(retry=RetryPolicy(timeout=300, budget=0), max_tokens=96)
+    judge = JudgeSpec.parse("transformers:smollm2", fallback="distinct", lm=options).build()
+    assert judge.judge.tokenizer.chat_template
     [result] = judge.judge_groups([(PROBLEM, COMPLETIONS)])
     stats = judge.pop_stats()
     assert stats["calls"] == 1 + stats.get("corrective_turns", 0)  # an invalid answer is re-asked once
@@ -43,8 +45,8 @@ def test_average_linkage():
 
 
 def test_embedding_judge_with_the_packaged_minilm():
-    judge = resolve_judge("embedding")
-    assert isinstance(judge, EmbeddingJudge)
+    judge = JudgeSpec.parse("embedding").build()
+    assert isinstance(judge.judge, EmbeddingJudge)
     completions = [
         "Factor the quadratic: (x - 2)(x - 3) = 0, so x = 2 or x = 3.",
         "Factoring gives (x - 2)(x - 3) = 0, hence x = 2 or x = 3.",
@@ -57,8 +59,8 @@ def test_embedding_judge_with_the_packaged_minilm():
 
 def test_unknown_specs_fail_clearly():
     with pytest.raises(ValueError, match="Unknown judge spec 'gpt'"):
-        resolve_judge("gpt")
+        JudgeSpec.parse("gpt")
     with pytest.raises(ValueError, match="openai:http://host:port/v1/<model>"):
-        resolve_judge("openai:localhost")
+        JudgeSpec.parse("openai:localhost").build()
     with pytest.raises(ValueError, match="needs a model"):
-        resolve_judge("transformers")
+        JudgeSpec.parse("transformers").build()

@@ -121,11 +121,12 @@ def test_what_crosses_processes_keeps_the_messages_and_drops_the_pixels():
 
 def test_the_tool_result_budget_reaches_the_judge_from_the_config():
     from poly_epo_trl import PolyEPOConfig
-    from poly_epo_trl.judges import ClusteringJudge, resolve_judge
+    from poly_epo_trl.judges import ClusteringJudge
 
     config = PolyEPOConfig(output_dir="/tmp/unused", judge_tool_result_chars=0, use_cpu=True, report_to="none")
-    judge = resolve_judge("answer,distinct", **config.judge_options())
-    assert judge.tool_result_chars == 0
+    pipeline = config.make_judge("answer,distinct")
+    judge = pipeline.judge
+    assert judge.tool_result_chars == 0 and pipeline.chain[0].tool_result_chars == 0
     turns = trajectory_turns(ClusteringJudge.view(judge, TRAJECTORY))  # the default view, language-model judges'
     assert turns[1][1] == "(result of search, from the environment)\n[... 3200 characters cut ...]\n"
     assert PolyEPOConfig(output_dir="/tmp/unused", use_cpu=True, report_to="none").judge_tool_result_chars == 800

@@ -62,8 +62,8 @@ def test_generate_returns_the_decoded_completions_before_any_reward_is_computed(
         judge=judge,
     )
     submitted = []
-    submit = trainer.judge.submit_groups
-    trainer.judge.submit_groups = lambda groups: (submitted.append(len(events)), submit(groups))[1]
+    submit = trainer.judging.pipeline.submit_groups
+    trainer.judging.pipeline.submit_groups = lambda groups: (submitted.append(len(events)), submit(groups))[1]
     trainer.train()
     kinds = [kind for kind, _ in events]
     assert kinds.index("generate") < kinds.index("rewards") < kinds.index("reward function")

@@ -432,21 +432,18 @@ def judge_server(tmp_path_factory):
 
 @pytest.mark.parametrize("structured", ["json_schema", "structured_outputs"])
 def test_lm_judge_on_vllm_serve_answers_in_the_schema(judge_server, structured):
-    from poly_epo_trl.judges import resolve_judge
+    from poly_epo_trl.judges import JudgeSpec, LMOptions, ServerOptions
 
-    judge = resolve_judge(
-        "openai",
-        server={"base_url": f"{judge_server.url}/v1", "extra_body": {"chat_template_kwargs": {"custom": True}}},
-        max_tokens=160,
-        structured_output=structured,
-    )
+    server = ServerOptions(f"{judge_server.url}/v1", extra_body={"chat_template_kwargs": {"custom": True}})
+    options = LMOptions(max_tokens=160, structured_output=structured)
+    judge = JudgeSpec.parse("openai", fallback="distinct", server=server, lm=options).build()
     groups = [(f"{PROBLEM} (#{g})", COMPLETIONS) for g in range(4)]  # more groups than the server's 2 slots
     results = judge.judge_groups(groups)
     assert all(r.fallback is None and len(r.labels) == 4 for r in results), [r.cause for r in results]
     stats = judge.pop_stats()
     assert stats["prompt_tokens"] > 0 and stats.get("invalid_answers", 0) == 0 and stats.get("timeouts", 0) == 0
-    assert judge.structured_output == structured  # the server took the schema: nothing was turned off
-    assert judge.model == smollm2_model_id(judge_server)  # found through GET /v1/models
+    assert judge.judge.structured_output == structured  # the server took the schema: nothing was turned off
+    assert judge.judge.model == smollm2_model_id(judge_server)  # found through GET /v1/models
 
 
 def smollm2_model_id(server: Server) -> str:
@@ -455,11 +452,11 @@ def smollm2_model_id(server: Server) -> str:
 
 def test_lm_judge_waits_out_a_killed_vllm_serve(judge_server):
     """kill -9 of the server and its engine, then a restart on the same port: the groups in flight are judged."""
-    from poly_epo_trl.judges import resolve_judge
-    from poly_epo_trl.judges.resilience import RetryPolicy
+    from poly_epo_trl.judges import JudgeSpec, LMOptions, RetryPolicy, ServerOptions
 
-    retry = RetryPolicy(timeout=120, budget=300)
-    judge = resolve_judge("openai", server={"base_url": f"{judge_server.url}/v1"}, max_tokens=160, retry=retry)
+    options = LMOptions(max_tokens=160, retry=RetryPolicy(timeout=120, budget=300))
+    server = ServerOptions(f"{judge_server.url}/v1")
+    judge = JudgeSpec.parse("openai", fallback="distinct", server=server, lm=options).build()
     assert judge.judge_groups([(PROBLEM, COMPLETIONS)])[0].fallback is None
     judge_server.stop(signal.SIGKILL)
     outcome: dict = {}
@@ -470,4 +467,4 @@ def test_lm_judge_waits_out_a_killed_vllm_serve(judge_server):
     worker.join(300)
     assert all(r.fallback is None for r in outcome["results"]), [r.cause for r in outcome["results"]]
     stats = judge.pop_stats()
-    assert stats["connect_errors"] >= 1 and judge.breaker.state == "closed"
+    assert stats["connect_errors"] >= 1 and judge.judge.breaker.state == "closed"

@@ -1,9 +1,11 @@
 """Recipes assembled: each entry point parses its recipe, hands it here, and runs what comes back. Everything a
 recipe names is resolved and checked here, before a model loads: ``training`` for ``poly-epo train``,
-``evaluation`` for ``poly-epo eval`` and ``poly-epo judge-agreement``, ``shared`` for what both need."""
+``evaluation`` for ``poly-epo eval``, ``agreement`` for ``poly-epo judge-agreement``, ``shared`` for what they
+all need (and the entry points' one way out, ``parse_and_run``)."""
 
+from .agreement import AgreementArguments, AgreementParts, assemble_agreement
 from .evaluation import EvalArguments, EvaluationParts, assemble_evaluation, make_episode_sampler, make_sampler
-from .shared import is_main_process, load_tokenizer, parse_and_run, resolve_rewards, setup_logging
+from .shared import is_main_process, load_tokenizer, parse_and_run, resolve_rewards, setup_logging, stop
 from .training import (
     ScriptArguments,
     TrainingParts,
@@ -19,10 +21,13 @@ from .training import (
 )
 
 __all__ = [
+    "AgreementArguments",
+    "AgreementParts",
     "EvalArguments",
     "EvaluationParts",
     "ScriptArguments",
     "TrainingParts",
+    "assemble_agreement",
     "assemble_evaluation",
     "assemble_training",
     "check_judge",
@@ -40,4 +45,5 @@ __all__ = [
     "resolve_rewards",
     "resume_checkpoint",
     "setup_logging",
+    "stop",
 ]

@@ -5,6 +5,7 @@ samples each checkpoint (``EvaluationParts``)."""
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ from ..evaluation.scoring import VOTE_MODES, Scorer
 from ..judges import JudgeSettings
 from ..judges.prompts import describe_tools
 from ..models import resolve_model
+from ..rewards import CodeRewardSettings
 from ..tasks import load_rows
 from ..trainer import DrGRPOTrainer, PolyEPOConfig
 from .shared import resolve_rewards
@@ -37,8 +39,11 @@ from .shared import resolve_rewards
 DTYPES = ("auto", "float32", "float16", "bfloat16")
 
 
+DEPRECATED_NAMES = {"dataset_split": "dataset_test_split", "correct_threshold": "correct_reward_threshold"}
+
+
 @dataclass
-class EvalArguments(DatasetArguments, AgentArguments, JudgeSettings):
+class EvalArguments(DatasetArguments, CodeRewardSettings, AgentArguments, JudgeSettings):
     """Which checkpoints, on which problems, how many samples (for an agent, episodes), scored how; the judge's
     settings are training's (``JudgeSettings``)."""
 
@@ -49,14 +54,16 @@ class EvalArguments(DatasetArguments, AgentArguments, JudgeSettings):
         },
     )
     output_dir: str = field(default="outputs/eval", metadata={"help": "Report, plots, and per-checkpoint samples."})
-    dataset_split: str = field(default="test", metadata={"help": "Split to evaluate on."})
+    dataset_test_split: str = field(default="test", metadata={"help": "Split to evaluate on (training's name)."})
     max_problems: int | None = field(default=None, metadata={"help": "Evaluate only the first problems."})
     max_tool_calling_iterations: int | None = field(
         default=None,
         metadata={"help": "An agent's tool rounds per episode, as in training (None: up to max_new_tokens)."},
     )
     reward_weights: list[float] | None = field(default=None, metadata={"help": "One weight per reward (default 1)."})
-    correct_threshold: float = field(default=1.0, metadata={"help": "A sample is correct when its reward >= this."})
+    correct_reward_threshold: float = field(
+        default=1.0, metadata={"help": "A sample is correct when its reward >= this (training's name)."}
+    )
     judge: str | None = field(
         default="answer",
         metadata={
@@ -123,9 +130,26 @@ class EvalArguments(DatasetArguments, AgentArguments, JudgeSettings):
             "output_dir; refused by default)."
         },
     )
+    dataset_split: str | None = field(
+        default=None, metadata={"help": "Deprecated: use dataset_test_split (the name training uses)."}
+    )
+    correct_threshold: float | None = field(
+        default=None, metadata={"help": "Deprecated: use correct_reward_threshold (the name training uses)."}
+    )
 
     def __post_init__(self) -> None:
+        for old, new in DEPRECATED_NAMES.items():
+            if getattr(self, old) is not None:  # as TRL retires a name: it still works, and says what to write
+                warnings.warn(
+                    f"`{old}` is deprecated and will be removed in a future version; use `{new}` instead (the name "
+                    "poly-epo train uses).",
+                    FutureWarning,
+                    stacklevel=2,
+                )
+                setattr(self, new, getattr(self, old))
+                setattr(self, old, None)
         super().__post_init__()
+        self.check_code_reward_settings()
         if not self.model_name_or_path:
             raise RecipeError("model_name_or_path is empty: name the checkpoints to compare, each 'label=path'.")
         self.settle_reward_funcs()
@@ -153,7 +177,7 @@ class EvalArguments(DatasetArguments, AgentArguments, JudgeSettings):
             "top_k": (self.top_k >= 0, "must be >= 0 (0: off)"),
             "confidence": (0 < self.confidence < 1, "use a level in (0, 1), e.g. 0.95"),
             "vllm_gpu_memory_utilization": (0 < self.vllm_gpu_memory_utilization <= 1, "must be in (0, 1]"),
-            "correct_threshold": (math.isfinite(self.correct_threshold), "must be a finite number"),
+            "correct_reward_threshold": (math.isfinite(self.correct_reward_threshold), "must be a finite number"),
         }
         for name, (ok, why) in ranges.items():
             if not ok:
@@ -190,7 +214,14 @@ class EvalArguments(DatasetArguments, AgentArguments, JudgeSettings):
 
     def store_settings(self, path: str) -> dict[str, Any]:
         """What determines the samples: a store refuses to resume under different values."""
-        keys = ("dataset_name", "dataset_config", "dataset_split", "prompt_column", "instruction", "system_prompt")
+        keys = (
+            "dataset_name",
+            "dataset_config",
+            "dataset_test_split",
+            "prompt_column",
+            "instruction",
+            "system_prompt",
+        )
         settings = {"model": path, **asdict(self.sampling), **{k: getattr(self, k) for k in (*keys, "chat_format")}}
         if self.is_agent():
             agent_keys = ("environment_factory", "tools", "keep_columns", "max_tool_calling_iterations")
@@ -226,15 +257,17 @@ def assemble_evaluation(args: EvalArguments) -> EvaluationParts:
         check_model_path(path, f"model_name_or_path ({label})")
     rewards = resolve_rewards(args, args.reward_weights)
     try:
-        judge = args.make_judge() if args.judge else None
         choose_backend(args.backend)
     except (ValueError, ImportError) as error:
         raise RecipeError(str(error)) from None
-    table = load_rows(args, args.dataset_split)
+    table = load_rows(args, args.dataset_test_split)
     check_held_out(args, table, checkpoints)
     agent, keep = agent_parts(args, conversational(table, args), table, rewards)
-    if judge is not None and agent:  # the judge's task names what the agent could call, as in training
-        judge.tell_tools(describe_tools(agent_tools(agent)))
+    tools = describe_tools(agent_tools(agent)) if agent else None  # the judge's task names them, as in training
+    try:
+        judge = args.make_judge(tools=tools) if args.judge else None
+    except (ValueError, ImportError) as error:
+        raise RecipeError(str(error)) from None
     rows = list(format_dataset(table, args, args.max_problems, keep=keep))
     if not rows:
         raise RecipeError("The dataset is empty after formatting.")
@@ -253,8 +286,8 @@ def check_held_out(args: EvalArguments, table: Any, checkpoints: list[tuple[str,
             refuse_training_rows(
                 held_out,
                 set(record["fingerprints"]),
-                f"dataset_name={args.dataset_name!r} (split {args.dataset_split!r}) and checkpoint {label} (trained "
-                f"on {record['dataset_name']!r}, split {record['split']!r})",
+                f"dataset_name={args.dataset_name!r} (split {args.dataset_test_split!r}) and checkpoint {label} "
+                f"(trained on {record['dataset_name']!r}, split {record['split']!r})",
             )
 
 

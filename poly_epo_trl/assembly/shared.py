@@ -6,12 +6,14 @@ import logging
 import os
 import sys
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 from ..checks import RecipeError
 from ..judges import JudgeError
 from ..models import resolve_model
 from ..rewards import SandboxUnavailable, resolve_reward
+from ..trainer.preemption import Preempted
+from ..trainer.resume import CheckpointFailed
 
 A = TypeVar("A")
 R = TypeVar("R")
@@ -23,23 +25,35 @@ def setup_logging() -> None:
     logging.getLogger("httpx2").setLevel(logging.WARNING)
 
 
-def parse_and_run(parse: Callable[[Any], A], run: Callable[[A], R], argv: list[str] | None) -> tuple[A, R]:
-    """An entry point's body: logging set up, ``run(parse(argv))``. A recipe error stops with its message and exit
-    code 2, a judge that failed (``judge_fallback: raise``) with its message and exit code 1; no traceback."""
+def parse_and_run(
+    parse: Callable[[Any], A], run: Callable[[A], R], argv: list[str] | None, judge_hint: str = ""
+) -> tuple[A, R]:
+    """Every entry point's body, and its one way out: logging set up, ``run(parse(argv))``, and no traceback for
+    what a user can fix. A recipe error stops with its message and exit code 2 (said once per machine); a judge that
+    failed, or a checkpoint that could not be written (a full disk), with its message (then ``judge_hint``) and exit
+    code 1; a preemption with its message and 128 + the signal's number."""
     setup_logging()
     try:
         args = parse(argv)
         return args, run(args)
     except RecipeError as error:
-        print(f"error: {error}", file=sys.stderr)
-        raise SystemExit(2) from None
+        stop(f"error: {error}", 2, once=True)
     except JudgeError as error:
-        print(
-            f"error: {error}\nWhat was sampled and scored so far is kept in output_dir: the same command resumes from "
-            "there (judge_fallback chooses what a group the judge fails on becomes instead).",
-            file=sys.stderr,
-        )
-        raise SystemExit(1) from None
+        stop(f"error: {error}{judge_hint}", 1)
+    except CheckpointFailed as error:
+        stop(f"error: {error}", 1)
+    except Preempted as preempted:
+        stop(str(preempted), preempted.exit_code)
+
+
+def stop(message: str, code: int, once: bool = False) -> NoReturn:
+    """Exit with ``code`` after ``message`` on stderr, in one write so the lines of several processes do not
+    interleave. ``once``: by local rank 0 only, for a message every process stops with (a recipe error), so each
+    machine shows it once."""
+    if not once or int(os.environ.get("LOCAL_RANK", "0")) == 0:
+        sys.stderr.write(f"{message}\n")
+        sys.stderr.flush()
+    raise SystemExit(code)
 
 
 def resolve_rewards(args: Any, weights: list[float] | None) -> list[Any]:

@@ -26,12 +26,14 @@ from ..data import (
     problem_fingerprints,
     refuse_training_rows,
 )
-from ..environments import AgentArguments, agent_parts, check_environment_column, check_tool_template
+from ..environments import AgentArguments, agent_parts, agent_tools, check_environment_column, check_tool_template
 from ..evaluation.callback import PassAtKCallback
 from ..evaluation.episodes import Agent
 from ..evaluation.sampling import SamplingSettings
 from ..evaluation.scoring import VOTE_MODES, Scorer
-from ..judges import ClusteringJudge
+from ..judges import JudgePipeline
+from ..judges.prompts import describe_tools
+from ..rewards import CodeRewardSettings
 from ..tasks import load_rows
 from ..trainer import PolyEPOConfig
 from ..trainer.engines import precision_mismatch
@@ -43,7 +45,7 @@ PROBE_BUDGET_SECONDS = 15.0
 
 
 @dataclass
-class ScriptArguments(DatasetArguments, AgentArguments):
+class ScriptArguments(DatasetArguments, CodeRewardSettings, AgentArguments):
     """What to train on, with which rewards, and with which trainer (the rest is PolyEPOConfig and ModelConfig)."""
 
     dataset_train_split: str = field(default="train", metadata={"help": "Split to train on."})
@@ -101,6 +103,7 @@ class ScriptArguments(DatasetArguments, AgentArguments):
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        self.check_code_reward_settings()
         self.settle_reward_funcs(self.reward_model_name_or_path)
         if self.eval_vote_answer not in VOTE_MODES:
             raise RecipeError(f"eval_vote_answer={self.eval_vote_answer!r}: use one of {list(VOTE_MODES)}.")
@@ -125,15 +128,15 @@ class TrainingParts:
 
     reward_funcs: list[Any]
     train_dataset: Any
-    judge: ClusteringJudge | None
+    judge: JudgePipeline | None
     eval_rows: list[dict[str, Any]] | None
     training_problems: set[str]
     agent: dict[str, Any]
     eval_dataset: Any = None  # TRL's own evaluation (eval_strategy), on dataset_test_split of the training source
 
 
-def check_judge(judge: ClusteringJudge, budget: float = PROBE_BUDGET_SECONDS) -> None:
-    """One probe group (``ClusteringJudge.probe``): a judge that cannot answer stops the run before the model
+def check_judge(judge: JudgePipeline, budget: float = PROBE_BUDGET_SECONDS) -> None:
+    """One probe group (``JudgePipeline.probe``): a judge that cannot answer stops the run before the model
     loads."""
     try:
         judge.probe(budget)
@@ -212,8 +215,9 @@ def assemble_training(
     if script_args.trainer != "grpo" and training_args.judge is None:
         raise RecipeError(f"trainer={script_args.trainer!r} needs a judge: set judge (e.g. 'answer', 'embedding').")
     if training_args.judge is not None and (script_args.trainer != "grpo" or script_args.eval_dataset_name):
+        tools = describe_tools(agent_tools(agent)) if agent else None  # what the agent could call, as TRL offers it
         try:
-            judge = training_args.make_judge()
+            judge = training_args.make_judge(tools=tools)
         except (ValueError, ImportError) as error:
             raise RecipeError(f"judge={training_args.judge!r}: {error}") from None
         if script_args.check_judge:

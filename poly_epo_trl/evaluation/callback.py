@@ -35,7 +35,7 @@ class PassAtKCallback(TrainerCallback):
         scorer: Scorer,
         settings: SamplingSettings,
         eval_steps: int,
-        correct_threshold: float = 1.0,
+        correct_reward_threshold: float = 1.0,
         batch_size: int = 64,
         on_start: bool = False,
         agent: Agent | None = None,
@@ -45,7 +45,11 @@ class PassAtKCallback(TrainerCallback):
         if not rows:
             raise ValueError("PassAtKCallback needs at least one held-out problem.")
         self.trainer, self.rows, self.scorer, self.settings = trainer, list(rows), scorer, settings
-        self.eval_steps, self.correct_threshold, self.batch_size = eval_steps, correct_threshold, batch_size
+        self.eval_steps, self.correct_reward_threshold, self.batch_size = (
+            eval_steps,
+            correct_reward_threshold,
+            batch_size,
+        )
         self.on_start, self.agent = on_start, agent
 
     def evaluate(self) -> dict[str, float]:
@@ -61,14 +65,14 @@ class PassAtKCallback(TrainerCallback):
                     mine,
                     self.scorer,
                     self.settings,
-                    self.correct_threshold,
+                    self.correct_reward_threshold,
                     self.batch_size,
                 )
             else:
                 sampler = EpisodeSampler.for_trainer(
                     self.trainer, self.settings, self.agent, model=model, batch_size=self.batch_size
                 )
-                local = episode_metrics(sampler, self.rows, mine, self.scorer, self.correct_threshold)
+                local = episode_metrics(sampler, self.rows, mine, self.scorer, self.correct_reward_threshold)
         summary = summarize(gather_object(local), num_resamples=1)
         metrics = {f"eval/pass@{k}": v for k, v in zip(summary["ks"], summary["pass_at_k"]["mean"], strict=True)}
         metrics[f"eval/maj@{summary['num_samples']}"] = summary["maj_at_k"]["mean"][-1]

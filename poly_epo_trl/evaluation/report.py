@@ -18,7 +18,7 @@ def problem_metrics(
     rewards: Sequence[float],
     answers: Sequence[Hashable | None],
     clusters: Sequence[int] | None,
-    correct_threshold: float = 1.0,
+    correct_reward_threshold: float = 1.0,
     degenerate_cluster_id: int = DEGENERATE_CLUSTER_ID,
     maj_subsets: int = 200,
     seed: int = 0,
@@ -27,7 +27,7 @@ def problem_metrics(
     distinct non-degenerate clusters among all and among correct samples (None without clusters; when the judge saw
     only the first m samples, among those m)."""
     n = len(rewards)
-    correct = [r is not None and r >= correct_threshold for r in rewards]  # NaN compares False
+    correct = [r is not None and r >= correct_reward_threshold for r in rewards]  # NaN compares False
     ks = powers_of_two_up_to(n)
     out: dict[str, Any] = {
         "num_samples": n,

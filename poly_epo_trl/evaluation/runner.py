@@ -23,7 +23,7 @@ def evaluate_checkpoint(
     make_sampler: Callable[[], Sampler | EpisodeSampler],
     scorer: Scorer,
     chunk_size: int = 8,
-    correct_threshold: float = 1.0,
+    correct_reward_threshold: float = 1.0,
     maj_subsets: int = 200,
     label: str = "",
     episodes: bool = False,
@@ -37,7 +37,7 @@ def evaluate_checkpoint(
     back."""
     if episodes:
         play_missing(rows, store, make_sampler, scorer, chunk_size, label)
-        return checkpoint_metrics(store.read("scores"), len(rows), correct_threshold, maj_subsets)
+        return checkpoint_metrics(store.read("scores"), len(rows), correct_reward_threshold, maj_subsets)
     samples, scores = store.read("samples"), store.read("scores")
     if samples:
         logger.info(
@@ -54,7 +54,7 @@ def evaluate_checkpoint(
     for at in range(0, len(unscored), chunk_size):
         score(unscored[at : at + chunk_size])
     sample_missing(rows, store, samples, make_sampler, chunk_size, label, after_chunk=score)
-    return checkpoint_metrics(scores, len(rows), correct_threshold, maj_subsets)
+    return checkpoint_metrics(scores, len(rows), correct_reward_threshold, maj_subsets)
 
 
 def play_missing(
@@ -91,7 +91,7 @@ def play_missing(
 
 
 def checkpoint_metrics(
-    scores: dict[int, dict[str, Any]], num_problems: int, correct_threshold: float, maj_subsets: int
+    scores: dict[int, dict[str, Any]], num_problems: int, correct_reward_threshold: float, maj_subsets: int
 ) -> list[dict[str, Any]]:
     """Per-problem metrics from a store's scores, in index order."""
     return [
@@ -99,7 +99,7 @@ def checkpoint_metrics(
             scores[i]["rewards"],
             scores[i]["answers"],
             scores[i]["clusters"],
-            correct_threshold=correct_threshold,
+            correct_reward_threshold=correct_reward_threshold,
             maj_subsets=maj_subsets,
             seed=i,
         )
@@ -169,7 +169,7 @@ def policy_metrics(
     indices: Sequence[int],
     scorer: Scorer,
     settings: SamplingSettings,
-    correct_threshold: float = 1.0,
+    correct_reward_threshold: float = 1.0,
     batch_size: int = 64,
 ) -> list[dict[str, Any]]:
     """Per-problem metrics of a model in memory (a policy being trained, a warm start) on ``rows[i]`` for i in
@@ -180,7 +180,7 @@ def policy_metrics(
     texts = TransformersSampler(model, tokenizer, settings, batch_size).sample(
         [rows[i]["prompt"] for i in indices], indices
     )
-    return _held_out_metrics(scorer, [rows[i] for i in indices], indices, texts, None, correct_threshold)
+    return _held_out_metrics(scorer, [rows[i] for i in indices], indices, texts, None, correct_reward_threshold)
 
 
 def episode_metrics(
@@ -188,7 +188,7 @@ def episode_metrics(
     rows: Sequence[dict[str, Any]],
     indices: Sequence[int],
     scorer: Scorer,
-    correct_threshold: float = 1.0,
+    correct_reward_threshold: float = 1.0,
 ) -> list[dict[str, Any]]:
     """``policy_metrics`` for an agent: the episodes of ``rows[i]`` for i in ``indices``, played by ``sampler`` (as
     training plays them), scored with their environments (``get_reward``) and the judge reading the trajectories."""
@@ -197,7 +197,7 @@ def episode_metrics(
     chosen = [rows[i] for i in indices]
     played = sampler.play(chosen, indices)
     completions, environments = [c for c, _ in played], [e for _, e in played]
-    return _held_out_metrics(scorer, chosen, indices, completions, environments, correct_threshold)
+    return _held_out_metrics(scorer, chosen, indices, completions, environments, correct_reward_threshold)
 
 
 def _held_out_metrics(
@@ -206,12 +206,12 @@ def _held_out_metrics(
     indices: Sequence[int],
     completions: Sequence[Sequence[Any]],
     environments: Sequence[Sequence[Any]] | None,
-    correct_threshold: float,
+    correct_reward_threshold: float,
 ) -> list[dict[str, Any]]:
     scored = scorer.score(rows, completions, environments)
     if scorer.judge is not None:
         scorer.judge.pop_stats()
     return [
-        problem_metrics(s["rewards"], s["answers"], s["clusters"], correct_threshold, seed=i)
+        problem_metrics(s["rewards"], s["answers"], s["clusters"], correct_reward_threshold, seed=i)
         for i, s in zip(indices, scored, strict=True)
     ]

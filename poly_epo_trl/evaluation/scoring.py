@@ -9,8 +9,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..environments import owns_reward
-from ..judges import ClusteringJudge, resolve_judge
+from ..judges import ClusteringJudge, JudgePipeline
 from ..judges.answer import ANSWER_MODES, final_answer
+from ..judges.specs import pipeline_of
 from ..text import final_text, judge_input, normalize_answer, plan_text, prompt_text
 from .sampling import as_completions
 
@@ -22,15 +23,16 @@ class Scorer:
     row per completion; for agents' episodes, ``environments`` too, and each environment's ``get_reward()`` with
     weight 1) and sums them with ``reward_weights``; a ``None`` reward counts as missing (NaN is skipped in the sum,
     all-missing is NaN). Completions are texts, or messages (agents' episodes). The judge is a ClusteringJudge, a
-    plain ``judge(prompt, completions)`` or a spec string, as for the trainer. ``vote_answer`` is what
-    majority vote counts (``vote_answer``'s modes); the judge clusters the first ``judge_samples`` completions of each
-    problem (all when None: an LM judge reads a whole group in one prompt, so large n needs a cap)."""
+    plain ``judge(prompt, completions)``, a spec string, or a ``JudgePipeline`` (``specs.pipeline_of``).
+    ``vote_answer`` is what majority vote counts (``vote_answer``'s modes); the judge clusters the first
+    ``judge_samples`` completions of each problem (all when None: an LM judge reads a whole group in one prompt, so
+    large n needs a cap)."""
 
     def __init__(
         self,
         reward_funcs: Sequence[Callable[..., list[float | None]]],
         reward_weights: Sequence[float] | None = None,
-        judge: ClusteringJudge | Callable[[str, list[str]], list[int]] | str | None = None,
+        judge: JudgePipeline | ClusteringJudge | Callable[[str, list[str]], list[int]] | str | None = None,
         vote_answer: str = "auto",
         judge_samples: int | None = None,
     ) -> None:
@@ -40,7 +42,7 @@ class Scorer:
             raise ValueError(f"reward_weights has {len(reward_weights)} entries for {len(reward_funcs)} rewards.")
         self.reward_funcs = list(reward_funcs)
         self.reward_weights = list(reward_weights) if reward_weights is not None else [1.0] * len(reward_funcs)
-        self.judge = resolve_judge(judge) if judge is not None else None
+        self.judge = pipeline_of(judge) if judge is not None else None
         self.vote_answer = vote_answer
         self.judge_samples = judge_samples
 

@@ -1,14 +1,15 @@
 """Clustering judges: label each completion of a group with a strategy id (100 = degenerate).
 
-``base`` is the interface (a group through the judge, its chain and its fallback), ``loop`` the event-loop thread
-where judges do their I/O, ``specs`` names judges for recipes (the ``JUDGES`` registry), ``settings`` the judge
-settings a recipe gives (training, evaluation and judge-agreement alike), ``metrics`` a step's judge metrics,
-``http`` URL and secret helpers; the other modules are the judges and the LM judges' prompts, resilience (retries,
-breaker, concurrency, outages), cache and errors."""
+``base`` is the interface a judge implements (``acluster``, ``view``), ``pipeline`` what runs around it (its chain,
+fallback, outage waits, a batch on the event loop of ``loop``), ``specs`` the one typed spec from recipe to request
+(``JudgeSpec``, and the ``JUDGES`` registry of kinds), ``settings`` the judge settings a recipe gives (training,
+evaluation and judge-agreement alike), ``metrics`` a step's judge metrics, ``http`` URL and secret helpers; the other
+modules are the judges, the LM judges' prompts, ``resilience`` (retries, breaker, concurrency, per request),
+``outage`` (waiting out a service that is down, per group), the cache and the errors."""
 
 from ..text import last_boxed
 from .answer import AnswerJudge, final_answer
-from .base import FALLBACKS, PROBE, ClusteringJudge, Clusters, JudgeResult, normalize_labels
+from .base import ClusteringJudge, Clusters, normalize_labels
 from .cache import JudgeCache
 from .claude import AnthropicJudge
 from .errors import (
@@ -27,16 +28,18 @@ from .errors import (
     ServiceError,
 )
 from .http import redact_url, split_base_url
-from .llm import STRUCTURED_OUTPUTS, LMJudge, Reply
+from .llm import STRUCTURED_OUTPUTS, LMJudge, LMOptions, Reply
 from .local_lm import TransformersJudge
 from .loop import JudgeLoop
 from .metrics import step_metrics
-from .openai_server import OpenAICompatibleJudge
+from .openai_server import OpenAICompatibleJudge, ServerOptions
+from .outage import OutageWait
+from .pipeline import FALLBACKS, PROBE, JudgePipeline, JudgeResult
 from .prompts import JudgeTemplate, answer_schema, extract_json, parse_cluster_ids
-from .resilience import AdaptiveConcurrency, CircuitBreaker, OutageWait, RetryPolicy
+from .resilience import AdaptiveConcurrency, CircuitBreaker, RetryPolicy
 from .settings import JudgeSettings
 from .simple import CallableJudge, DistinctJudge, clusters_by
-from .specs import JUDGE_SPECS, JUDGES, JudgeOptions, resolve_judge
+from .specs import JUDGE_SPECS, JUDGES, JudgeSpec, pipeline_of
 
 __all__ = [
     "FALLBACKS",
@@ -61,13 +64,15 @@ __all__ = [
     "JudgeError",
     "JudgeFailing",
     "JudgeLoop",
-    "JudgeOptions",
     "JudgeOutage",
+    "JudgePipeline",
     "JudgeResult",
     "JudgeSettings",
+    "JudgeSpec",
     "JudgeTemplate",
     "JudgeTimeout",
     "LMJudge",
+    "LMOptions",
     "OpenAICompatibleJudge",
     "OutageWait",
     "RateLimited",
@@ -75,6 +80,7 @@ __all__ = [
     "RequestRejected",
     "RetryPolicy",
     "ServerError",
+    "ServerOptions",
     "ServiceError",
     "TransformersJudge",
     "answer_schema",
@@ -84,8 +90,8 @@ __all__ = [
     "last_boxed",
     "normalize_labels",
     "parse_cluster_ids",
+    "pipeline_of",
     "redact_url",
-    "resolve_judge",
     "split_base_url",
     "step_metrics",
 ]

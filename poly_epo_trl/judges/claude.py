@@ -10,7 +10,7 @@ from typing import Any
 
 from .errors import ConnectFailed, FatalJudgeError, JudgeTimeout, RateLimited, RequestRejected, ServerError
 from .http import redact, retry_after
-from .llm import LMJudge, Reply
+from .llm import LMJudge, LMOptions, Reply
 from .prompts import answer_schema
 
 
@@ -20,8 +20,14 @@ class AnthropicJudge(LMJudge):
 
     name = "anthropic"
 
-    def __init__(self, model: str = "claude-sonnet-4-5", http_client: Any = None, **kwargs: Any) -> None:
-        super().__init__(model, **kwargs)
+    def __init__(
+        self,
+        model: str = "claude-sonnet-4-5",
+        options: LMOptions | None = None,
+        http_client: Any = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(model, options, **kwargs)
         self._http_client = http_client
         self._client: Any = None
 

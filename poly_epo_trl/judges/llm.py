@@ -14,7 +14,7 @@ import logging
 import os
 import random
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .base import ClusteringJudge, Clusters
@@ -37,54 +37,73 @@ class Reply:
     completion_tokens: int = 0
 
 
-class LMJudge(ClusteringJudge):
-    """Base of the language-model judges. ``request(messages, num_completions, temperature, structured)`` is one
-    call to the model; ``structured`` is one of STRUCTURED_OUTPUTS, the way to ask for the answer schema.
+@dataclass(frozen=True)
+class LMOptions:
+    """How a language-model judge asks its model, whatever the backend: the prompt ``template`` (a built-in name,
+    a file or a ``JudgeTemplate``), the answer's ``max_tokens``, ``temperature`` on the first ask (the corrective
+    re-ask after an invalid answer uses at least ``corrective_temperature``), how to ask for the answer schema
+    (``structured_output``, one of STRUCTURED_OUTPUTS), the ``retry`` policy, the requests in flight at first
+    (``initial_concurrency``; the limit then adapts up to the judge's ``max_concurrency``), an on-disk ``cache_dir``,
+    how much of each response to send (``max_response_chars``: its end) and in how large parts
+    (``max_responses_per_request``), the ``seed`` of retry jitter, and ``tools``: what an agent could call
+    (``prompts.describe_tools``), for templates that show it."""
 
-    ``temperature`` applies to the first ask (default 0, greedy); the corrective re-ask after an invalid answer uses
-    at least ``corrective_temperature`` so it does not get the same invalid answer back. ``initial_concurrency``:
-    requests in flight at first; the limit then adapts to the server up to ``max_concurrency``."""
+    template: str | JudgeTemplate = "math"
+    max_tokens: int = 1024
+    temperature: float = 0.0
+    structured_output: str = "json_schema"
+    corrective_temperature: float = 0.7
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    initial_concurrency: int = 8
+    cache_dir: str | os.PathLike | None = None
+    max_response_chars: int | None = None
+    max_responses_per_request: int | None = None
+    seed: int = 0
+    tools: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.max_response_chars is not None and self.max_response_chars < 1:
+            raise ValueError(f"max_response_chars must be positive or None, got {self.max_response_chars}.")
+        per_request = self.max_responses_per_request
+        if per_request is not None and per_request < 2:
+            raise ValueError(f"max_responses_per_request must be at least 2 or None, got {per_request}.")
+        if self.structured_output not in STRUCTURED_OUTPUTS:
+            raise ValueError(f"structured_output must be one of {STRUCTURED_OUTPUTS}, got {self.structured_output!r}.")
+        if self.max_tokens < 1 or self.temperature < 0:
+            raise ValueError(
+                f"max_tokens must be positive and temperature >= 0, got {self.max_tokens}, {self.temperature}."
+            )
+
+
+class LMJudge(ClusteringJudge):
+    """Base of the language-model judges: ``model`` asked as ``options`` say (``LMOptions``). ``request(messages,
+    num_completions, temperature, structured)`` is one call to the model; ``structured`` is one of
+    STRUCTURED_OUTPUTS, the way to ask for the answer schema. ``breaker``: the service's circuit breaker (a fresh
+    one by default; none for a judge without a service, ``uses_service = False``)."""
+
+    uses_service = True
 
     def __init__(
-        self,
-        model: str,
-        template: str | JudgeTemplate = "math",
-        max_tokens: int = 1024,
-        temperature: float = 0.0,
-        structured_output: str = "json_schema",
-        corrective_temperature: float = 0.7,
-        retry: RetryPolicy | None = None,
-        breaker: CircuitBreaker | None = None,
-        initial_concurrency: int = 8,
-        cache_dir: str | os.PathLike | None = None,
-        seed: int = 0,
-        fallback: str = "distinct",
-        max_response_chars: int | None = None,
-        max_responses_per_request: int | None = None,
-        **kwargs: Any,
+        self, model: str, options: LMOptions | None = None, breaker: CircuitBreaker | None = None, **kwargs: Any
     ) -> None:
-        super().__init__(fallback=fallback, **kwargs)
-        if max_response_chars is not None and max_response_chars < 1:
-            raise ValueError(f"max_response_chars must be positive or None, got {max_response_chars}.")
-        if max_responses_per_request is not None and max_responses_per_request < 2:
-            raise ValueError(f"max_responses_per_request must be at least 2 or None, got {max_responses_per_request}.")
-        self.max_response_chars = max_response_chars
-        self.max_responses_per_request = max_responses_per_request
-        if structured_output not in STRUCTURED_OUTPUTS:
-            raise ValueError(f"structured_output must be one of {STRUCTURED_OUTPUTS}, got {structured_output!r}.")
-        if max_tokens < 1 or temperature < 0:
-            raise ValueError(f"max_tokens must be positive and temperature >= 0, got {max_tokens}, {temperature}.")
+        super().__init__(**kwargs)
+        options = options or LMOptions()
         self.model = model
-        self.template = template if isinstance(template, JudgeTemplate) else JudgeTemplate.load(template)
-        self.max_tokens = max_tokens
-        self.temperature = temperature
-        self.structured_output = structured_output
-        self.corrective_temperature = corrective_temperature
-        self.retry = retry or RetryPolicy()
-        self.breaker: CircuitBreaker | None = breaker if breaker is not None else CircuitBreaker()
-        self.limiter = AdaptiveConcurrency(self.max_concurrency, initial_concurrency)
-        self.cache = JudgeCache(cache_dir) if cache_dir is not None else None
-        self.rng = random.Random(seed)
+        self.template = (
+            options.template if isinstance(options.template, JudgeTemplate) else JudgeTemplate.load(options.template)
+        )
+        self.max_tokens = options.max_tokens
+        self.temperature = options.temperature
+        self.structured_output = options.structured_output  # turned "none" for a server that rejects it
+        self.corrective_temperature = options.corrective_temperature
+        self.retry = options.retry
+        self.max_response_chars = options.max_response_chars
+        self.max_responses_per_request = options.max_responses_per_request
+        self.tools = options.tools
+        self.breaker = breaker if breaker is not None or not self.uses_service else CircuitBreaker()
+        self.limiter = AdaptiveConcurrency(self.max_concurrency, options.initial_concurrency)
+        self.cache = JudgeCache(options.cache_dir) if options.cache_dir is not None else None
+        self.rng = random.Random(options.seed)
 
     async def request(self, messages: list[dict], num_completions: int, temperature: float, structured: str) -> Reply:
         raise NotImplementedError

@@ -6,7 +6,7 @@ import asyncio
 import threading
 from typing import Any
 
-from .llm import LMJudge, Reply
+from .llm import LMJudge, LMOptions, Reply
 from .resilience import RetryPolicy
 
 
@@ -17,11 +17,18 @@ class TransformersJudge(LMJudge):
 
     name = "transformers"
 
-    def __init__(self, model: str, gguf_file: str | None = None, device: str = "cpu", **kwargs: Any) -> None:
-        kwargs.setdefault("retry", RetryPolicy(timeout=600.0, budget=0.0))
-        kwargs.setdefault("initial_concurrency", 1)
-        super().__init__(model, **kwargs)
-        self.breaker = None
+    uses_service = False
+    DEFAULT_OPTIONS = LMOptions(retry=RetryPolicy(timeout=600.0, budget=0.0), initial_concurrency=1)
+
+    def __init__(
+        self,
+        model: str,
+        options: LMOptions | None = None,
+        gguf_file: str | None = None,
+        device: str = "cpu",
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(model, options or self.DEFAULT_OPTIONS, **kwargs)
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         load = {"gguf_file": gguf_file} if gguf_file else {}

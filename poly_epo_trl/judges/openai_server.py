@@ -11,11 +11,12 @@ import asyncio
 import json
 import os
 import threading
+from dataclasses import dataclass
 from typing import Any
 
 from .errors import ConnectFailed, FatalJudgeError, RateLimited, RequestRejected, ServerError, ServiceError
 from .http import check_url, redact, redact_url, retry_after
-from .llm import LMJudge, Reply
+from .llm import LMJudge, LMOptions, Reply
 from .prompts import answer_schema
 
 MAX_REPLY_CHARS = 200_000
@@ -34,33 +35,38 @@ def _server_message(text: str) -> str:
     return text.strip()[:300]
 
 
-class OpenAICompatibleJudge(LMJudge):
-    """A chat-completions server over plain HTTP.
+@dataclass(frozen=True)
+class ServerOptions:
+    """Where an OpenAI-compatible judge server is and how to talk to it: ``base_url``, the API root
+    (``http://host:8000/v1``); ``model``, the served model id, or None for the only model the server lists at
+    ``GET {base_url}/models``; ``api_key_env``, the environment variable holding its API key, if any; ``extra_body``,
+    merged last into every request (e.g. ``chat_template_kwargs``, or your own ``response_format``); ``stream=False``
+    for servers that cannot stream (a given-up request then runs on in the server)."""
 
-    ``base_url`` is the API root (``http://host:8000/v1``); ``model`` the served model id, or None to use the only
-    model the server lists at ``GET {base_url}/models``. The API key, if any, comes from the environment variable
-    named by ``api_key_env``. ``extra_body`` is merged last into every request (e.g. ``chat_template_kwargs``, or
-    your own ``response_format``). ``stream=False`` for servers that cannot stream (a given-up request then runs
-    on in the server)."""
+    base_url: str | None = None
+    model: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    extra_body: dict[str, Any] | None = None
+    stream: bool = True
+
+
+class OpenAICompatibleJudge(LMJudge):
+    """A chat-completions server over plain HTTP, where ``server`` says (``ServerOptions``), asked as ``options``
+    say (``llm.LMOptions``). ``transport``: an httpx transport (tests)."""
 
     name = "openai"
 
     def __init__(
-        self,
-        base_url: str,
-        model: str | None = None,
-        api_key_env: str = "OPENAI_API_KEY",
-        extra_body: dict[str, Any] | None = None,
-        stream: bool = True,
-        transport: Any = None,
-        **kwargs: Any,
+        self, server: ServerOptions, options: LMOptions | None = None, transport: Any = None, **kwargs: Any
     ) -> None:
-        super().__init__(model or "", **kwargs)
-        check_url(base_url, "The judge base URL")
-        self.base_url = base_url.rstrip("/")
-        self.api_key_env = api_key_env
-        self.extra_body = dict(extra_body or {})
-        self.stream = stream
+        super().__init__(server.model or "", options, **kwargs)
+        if not server.base_url:
+            raise ValueError("The judge server has no base_url (e.g. http://127.0.0.1:8000/v1).")
+        check_url(server.base_url, "The judge base URL")
+        self.base_url = server.base_url.rstrip("/")
+        self.api_key_env = server.api_key_env
+        self.extra_body = dict(server.extra_body or {})
+        self.stream = server.stream
         self._transport = transport
         self._clients: dict[int, Any] = {}
         self._lock = threading.Lock()

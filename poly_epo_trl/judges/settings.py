@@ -10,12 +10,15 @@ from pathlib import Path
 from typing import Any
 
 from ..text import TOOL_RESULT_CHARS
-from .base import FALLBACKS, ClusteringJudge
-from .http import check_url, refuse_credentials
-from .llm import STRUCTURED_OUTPUTS
+from .http import check_url
+from .llm import STRUCTURED_OUTPUTS, LMOptions
+from .openai_server import ServerOptions
+from .pipeline import FALLBACKS, JudgePipeline
 from .prompts import BUILTIN_TEMPLATES
 from .resilience import RetryPolicy
-from .specs import resolve_judge
+from .specs import JudgeSpec
+
+USE_FIELD: Any = object()  # judge_spec's default text: the ``judge`` field
 
 
 @dataclass
@@ -202,49 +205,56 @@ class JudgeSettings:
                 raise ValueError(f"judge_extra_body is not JSON ({error}): give a mapping.") from None
         if self.judge_extra_body is not None and not isinstance(self.judge_extra_body, dict):
             raise ValueError(f"judge_extra_body must be a mapping of request fields, got {self.judge_extra_body!r}.")
-        for part in (self.judge or "").split(","):
-            kind, _, arg = part.strip().partition(":")
-            if kind == "openai" and arg:
-                refuse_credentials(arg, "The judge spec's URL")
         if self.judge_base_url is not None:
             check_url(self.judge_base_url, "judge_base_url")
+        if self.judge is not None:
+            self.judge_spec()  # the spec's kinds registered, no credentials in its URL
 
-    def judge_options(self) -> dict[str, Any]:
-        """Keyword arguments of ``resolve_judge`` for the ``judge`` spec."""
-        return {
-            "max_concurrency": self.judge_max_concurrency,
+    def judge_spec(self, tools: str | None = None, text: str | None = USE_FIELD) -> JudgeSpec:
+        """Every judge setting here as one ``JudgeSpec``: the judges of ``text`` (default the ``judge`` field; None
+        for none, to put a user's own judge in the spec's pipeline), ``tools`` what an agent could call (for the
+        judges whose prompt shows them). ValueError for an unknown spec."""
+        text = self.judge if text is USE_FIELD else text
+        settings = {
             "fallback": self.judge_fallback,
+            "max_outage_seconds": self.judge_max_outage_seconds,
+            "max_concurrency": self.judge_max_concurrency,
             "tool_result_chars": self.judge_tool_result_chars,
-            "server": {
-                "base_url": self.judge_base_url,
-                "model": self.judge_model,
-                "api_key_env": self.judge_api_key_env,
-                "extra_body": self.judge_extra_body,
-                "stream": self.judge_stream,
-            },
-            "template": self.judge_template,
-            "cache_dir": self.judge_cache_dir,
-            "max_tokens": self.judge_max_tokens,
-            "max_response_chars": self.judge_max_response_chars,
-            "max_responses_per_request": self.judge_max_responses_per_request,
-            "temperature": self.judge_temperature,
-            "structured_output": self.judge_structured_output,
-            "initial_concurrency": self.judge_initial_concurrency,
-            "retry": RetryPolicy(
-                timeout=self.judge_timeout, connect_timeout=self.judge_connect_timeout, budget=self.judge_retry_budget
+            "lm": LMOptions(
+                template=self.judge_template,
+                max_tokens=self.judge_max_tokens,
+                temperature=self.judge_temperature,
+                structured_output=self.judge_structured_output,
+                retry=RetryPolicy(
+                    timeout=self.judge_timeout,
+                    connect_timeout=self.judge_connect_timeout,
+                    budget=self.judge_retry_budget,
+                ),
+                initial_concurrency=self.judge_initial_concurrency,
+                cache_dir=self.judge_cache_dir,
+                max_response_chars=self.judge_max_response_chars,
+                max_responses_per_request=self.judge_max_responses_per_request,
+                tools=tools,
+            ),
+            "server": ServerOptions(
+                base_url=self.judge_base_url,
+                model=self.judge_model,
+                api_key_env=self.judge_api_key_env,
+                extra_body=self.judge_extra_body,
+                stream=self.judge_stream,
             ),
         }
+        return JudgeSpec(**settings) if text is None else JudgeSpec.parse(text, **settings)
 
-    def make_judge(self, judge: Any = None, tools: str | None = None, **overrides: Any) -> ClusteringJudge:
-        """The judge of these settings: ``judge`` (an object, a function or a spec; default the ``judge`` field)
-        resolved with ``judge_options()`` updated by ``overrides``, waiting out outages up to
-        ``judge_max_outage_seconds``, told ``tools`` (what an agent could call). This is the one way settings reach
-        a judge."""
-        spec = self.judge if judge is None else judge
-        if spec is None:
+    def make_judge(self, judge: Any = None, tools: str | None = None) -> JudgePipeline:
+        """The judge of these settings, built once: ``judge`` a spec string (default the ``judge`` field), a
+        ``ClusteringJudge`` or a function of the user's own (put in these settings' pipeline: fallback, outage wait),
+        or a ``JudgePipeline`` (used as it is); ``tools`` told to the judges whose prompt shows them. The one way
+        settings reach a judge."""
+        if isinstance(judge, JudgePipeline):
+            return judge
+        if judge is not None and not isinstance(judge, str):
+            return self.judge_spec(tools, text=None).around(judge)
+        if judge is None and self.judge is None:
             raise ValueError("No judge: set judge (e.g. 'answer', 'embedding', 'openai').")
-        made = resolve_judge(spec, **{**self.judge_options(), **overrides})
-        made.max_outage_seconds = self.judge_max_outage_seconds
-        if tools:
-            made.tell_tools(tools)
-        return made
+        return self.judge_spec(tools, text=judge or self.judge).build()

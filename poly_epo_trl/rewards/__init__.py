@@ -6,23 +6,21 @@ from collections.abc import Callable
 from typing import Any
 
 from . import trl_rewards  # noqa: F401  (registers TRL's reward names)
-from .base import REWARDS
+from .base import REWARDS, FromSettings
 from .code import OUTCOMES, TRUST_MODES, CodeReward, CodeVerdict, code_reward, extract_code
 from .math import MathVerifier, math_reward
 from .sandbox import ISOLATION_MODES, Sandbox, SandboxLimits, SandboxResult, SandboxUnavailable
+from .settings import CodeRewardSettings
 from .unit_tests import BadTests, plan_tests
 
 
-def resolve_reward(name: str, options: Any = None) -> Callable:
+def resolve_reward(name: str, settings: Any = None) -> Callable:
     """A registered reward's name (``"math"``, ``"code"``, a task's reward, TRL's ``"accuracy_reward"`` ...), or
-    ``"package.module:function"`` (or TRL's dotted ``"package.module.function"``).
-
-    ``options`` (DatasetArguments) sets up ``"code"``: sandbox mode, trust mode, limits. SandboxUnavailable when
-    the sandbox cannot run here."""
-    if name == "code" and options is not None:
-        limits = SandboxLimits(timeout_seconds=options.code_timeout_seconds, memory_mb=options.code_memory_mb)
-        return CodeReward(limits, isolation=options.code_sandbox, trust_mode=options.code_trust_mode)
-    return REWARDS.get(name)
+    ``"package.module:function"`` (or TRL's dotted ``"package.module.function"``). A reward registered
+    ``FromSettings`` is built from ``settings`` (the recipe's arguments: the code reward's sandbox); SandboxUnavailable
+    when the sandbox cannot run here."""
+    entry = REWARDS.get(name)
+    return entry.build(settings) if isinstance(entry, FromSettings) else entry
 
 
 __all__ = [
@@ -32,7 +30,9 @@ __all__ = [
     "TRUST_MODES",
     "BadTests",
     "CodeReward",
+    "CodeRewardSettings",
     "CodeVerdict",
+    "FromSettings",
     "MathVerifier",
     "Sandbox",
     "SandboxLimits",

@@ -24,7 +24,7 @@ from typing import Any
 
 from ..text import message_text
 from ._harness import decode
-from .base import REWARDS
+from .base import REWARDS, FromSettings
 from .sandbox import DEFAULT_PACKAGES, Sandbox, SandboxLimits, SandboxResult
 from .unit_tests import BadTests, CallPlan, StdioPlan, plan_tests
 
@@ -271,7 +271,6 @@ def _same_output(actual: str, expected: str) -> bool:
 _DEFAULT: list[CodeReward] = []
 
 
-@REWARDS.register("code")
 def code_reward(
     completions: Sequence[Any],
     tests: Sequence[Any],
@@ -283,3 +282,11 @@ def code_reward(
     if not _DEFAULT:
         _DEFAULT.append(CodeReward())
     return _DEFAULT[0](completions, tests, entry_point, setup_code, **kwargs)
+
+
+def _from_settings(settings: Any) -> Callable:
+    """The recipe's code reward (``settings.CodeRewardSettings``), or the defaults' (``code_reward``)."""
+    return settings.code_reward() if settings is not None else code_reward
+
+
+REWARDS.register("code")(FromSettings(_from_settings))

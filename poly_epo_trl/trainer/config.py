@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib.util
 import logging
 from collections.abc import Callable
-from dataclasses import MISSING, dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields, replace
 from typing import Any
 
 from trl import GRPOConfig
@@ -13,7 +13,8 @@ from trl.trainer.utils import get_config_model_id
 
 from ..advantages import BUILTIN_OBJECTIVES, DEGENERATE_CLUSTER_ID, ESTIMATORS, OBJECTIVES, REDUCTIONS, SCALINGS
 from ..checks import check_field_types
-from ..judges.settings import JudgeSettings
+from ..judges.settings import USE_FIELD, JudgeSettings
+from ..judges.specs import JudgeSpec
 
 
 def load_objective(spec: str) -> str | Callable:
@@ -193,9 +194,9 @@ class PolyEPOSettings(JudgeSettings):
         settings.check_with(args)
         return settings
 
-    def judge_options(self) -> dict[str, Any]:
-        """``JudgeSettings.judge_options`` plus this run's degenerate id."""
-        return {**super().judge_options(), "degenerate_cluster_id": self.degenerate_cluster_id}
+    def judge_spec(self, tools: str | None = None, text: str | None = USE_FIELD) -> JudgeSpec:
+        """``JudgeSettings.judge_spec`` with this run's degenerate id."""
+        return replace(super().judge_spec(tools, text), degenerate_cluster_id=self.degenerate_cluster_id)
 
 
 def trainer_config(

@@ -18,7 +18,7 @@ import torch
 from accelerate.utils import gather_object
 
 from ..evaluation.diversity import group_diversity_metrics
-from ..judges import ClusteringJudge, JudgeFailing, JudgeResult, step_metrics
+from ..judges import JudgeFailing, JudgePipeline, JudgeResult, step_metrics
 from ..judges.audit import JudgeAudit
 from ..text import judge_input, prompt_text, trajectory_text
 from .config import PolyEPOSettings
@@ -33,11 +33,11 @@ VERDICT_POLL_SECONDS = 0.5  # how often a step waiting for its verdicts checks f
 
 
 class GroupJudging:
-    """The judge of ``trainer``'s groups (``judge``, built from ``settings``) and everything around one step of it:
-    submit, join, metrics, table columns, audit trail, and the run's patience with fallbacks."""
+    """The judge of ``trainer``'s groups (``pipeline``, built from ``settings``) and everything around one step of
+    it: submit, join, metrics, table columns, audit trail, and the run's patience with fallbacks."""
 
-    def __init__(self, trainer: Any, judge: ClusteringJudge, settings: PolyEPOSettings) -> None:
-        self.trainer, self.judge, self.settings = trainer, judge, settings
+    def __init__(self, trainer: Any, pipeline: JudgePipeline, settings: PolyEPOSettings) -> None:
+        self.trainer, self.pipeline, self.settings = trainer, pipeline, settings
         self.steps_over_fallback_frac = 0  # resumed with a checkpoint (``keeper``)
         self.audit = JudgeAudit(trainer.args.output_dir)
         self.warned_flat_rollouts = False
@@ -53,7 +53,7 @@ class GroupJudging:
         owned = [g for g in range(len(all_completions) // size) if (g * size) // local_rows == rank]
         groups = [(all_prompts[g * size], all_completions[g * size : (g + 1) * size]) for g in owned]
         try:
-            future = self.judge.submit_groups(groups)
+            future = self.pipeline.submit_groups(groups)
         except Exception as error:  # surfaces at the join, where every process learns of it together
             future = concurrent.futures.Future()
             future.set_exception(error)
@@ -135,7 +135,7 @@ class GroupJudging:
             raise StepAbandoned(abandoned[0])
         if failures:
             rank, cause = failures[0]
-            raise JudgeFailing(f"{self.judge.where()} failed on process {rank}: {cause}") from local_error
+            raise JudgeFailing(f"{self.pipeline.where()} failed on process {rank}: {cause}") from local_error
         labels: list[list[int] | None] = [None] * (len(pending.completions) // pending.group_size)
         verdicts: list[JudgeResult | None] = [None] * len(labels)
         for _, _, owned, results in judged:
@@ -151,10 +151,10 @@ class GroupJudging:
         judge is down or slow (``PreemptionCallback.should_abandon``)."""
         while not concurrent.futures.wait([future], timeout=VERDICT_POLL_SECONDS).done:
             guard = self.trainer.keeper.preemption
-            if guard is not None and guard.should_abandon(self.judge.outage.since is not None):
+            if guard is not None and guard.should_abandon(self.pipeline.outage.since is not None):
                 future.cancel()
-                down = "is down" if self.judge.outage.since is not None else "has not answered yet"
-                raise StepAbandoned(f"{self.judge.where()} {down}")
+                down = "is down" if self.pipeline.outage.since is not None else "has not answered yet"
+                raise StepAbandoned(f"{self.pipeline.where()} {down}")
         return future.result()
 
     def log_stats(self, mode: str, wait_seconds: float) -> None:
@@ -162,7 +162,7 @@ class GroupJudging:
         latency percentiles, token usage, ``seconds`` the judge ran, ``wait_seconds`` the step waited for it, ...),
         and stop training when too many groups keep falling back."""
         accelerator, metrics = self.trainer.accelerator, self.trainer._metrics[mode]
-        stats = self.judge.pop_stats()
+        stats = self.pipeline.pop_stats()
         own_seconds = stats.pop("seconds", 0.0)
         # A process that owned no group has no stats: agree on the names first so every process gathers alike.
         names = sorted(set(gather_object(sorted(stats))))
@@ -171,8 +171,8 @@ class GroupJudging:
         )
         totals = accelerator.gather(counts.unsqueeze(0)).view(-1, len(names) + 2)
         summed = {name: totals[:, i].sum().item() for i, name in enumerate(names)}
-        latencies = gather_object(self.judge.pop_latencies())
-        causes = [cause for cause in gather_object([self.judge.last_failure]) if cause]
+        latencies = gather_object(self.pipeline.pop_latencies())
+        causes = [cause for cause in gather_object([self.pipeline.last_failure]) if cause]
         judge_metrics = step_metrics(summed, latencies)
         for name, value in judge_metrics.items():
             metrics[f"judge/{name}"].append(value)
@@ -189,9 +189,9 @@ class GroupJudging:
         if limit < 1 and self.steps_over_fallback_frac >= patience:
             last = causes[-1] if causes else "none recorded"
             raise JudgeFailing(
-                f"{self.judge.where()} could not judge {fallback_frac:.0%} of the last step's groups, and more than "
-                f"judge_max_fallback_frac={limit:g} for {patience} steps in a row (judge_fallback_patience): training "
-                f"would run on {self.settings.judge_fallback!r} fallbacks. Last cause: {last}. "
+                f"{self.pipeline.where()} could not judge {fallback_frac:.0%} of the last step's groups, and more "
+                f"than judge_max_fallback_frac={limit:g} for {patience} steps in a row (judge_fallback_patience): "
+                f"training would run on {self.settings.judge_fallback!r} fallbacks. Last cause: {last}. "
                 "Fix the judge and resume from the last checkpoint, or raise judge_max_fallback_frac (1 never stops)."
             )
 
@@ -212,8 +212,8 @@ class GroupJudging:
 
     def card_line(self, num_generations: int) -> str:
         """The model card's line on the judge."""
-        spec = self.settings.judge or type(self.judge).__name__
+        spec = self.settings.judge or type(self.pipeline.judge).__name__
         return (
-            f"- Judge: `{spec}` ({self.judge.name}), clustering each group of N = {num_generations} completions into "
-            f"strategies; fallback `{self.settings.judge_fallback}`."
+            f"- Judge: `{spec}` ({self.pipeline.name}), clustering each group of N = {num_generations} completions "
+            f"into strategies; fallback `{self.pipeline.fallback}`."
         )

@@ -86,8 +86,9 @@ class PolyEPOTrainer(GRPOTrainer):
 
     @property
     def judge(self) -> Any:
-        """The judge of the groups (None for a method without one)."""
-        return self.judging.judge if self.judging else None
+        """The judge of the groups, as given or built (None for a method without one); ``judging.pipeline`` runs
+        it with its chain and fallback."""
+        return self.judging.pipeline.judge if self.judging else None
 
     @property
     def last_set_batch(self) -> SetBatch | None:

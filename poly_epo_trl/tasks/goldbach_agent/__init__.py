@@ -18,7 +18,7 @@ from datasets import Dataset
 
 from ...environments import ENVIRONMENTS
 from ...judges import CallableJudge, ClusteringJudge, clusters_by
-from ...judges.specs import JUDGES, JudgeOptions
+from ...judges.specs import JUDGES, JudgeSpec
 from ...models import MODELS
 from ..base import TASKS, Task
 from ..prime_pair import TRAIN_TOTALS, is_prime
@@ -84,8 +84,8 @@ def plan_judge(prompt: str, completions: list) -> list[int]:
 
 
 @JUDGES.register("goldbach_agent")
-def goldbach_agent_judge(arg: str, options: JudgeOptions) -> ClusteringJudge:
-    return CallableJudge(plan_judge, **options.common)
+def goldbach_agent_judge(arg: str, spec: JudgeSpec) -> ClusteringJudge:
+    return CallableJudge(plan_judge, **spec.common())
 
 
 @MODELS.register("goldbach_agent")

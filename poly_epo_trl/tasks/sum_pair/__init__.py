@@ -15,7 +15,7 @@ from typing import Any
 from datasets import Dataset
 
 from ...judges import CallableJudge, ClusteringJudge, clusters_by
-from ...judges.specs import JUDGES, JudgeOptions
+from ...judges.specs import JUDGES, JudgeSpec
 from ...models import MODELS
 from ...rewards.base import REWARDS
 from ..base import TASKS, Task
@@ -66,9 +66,9 @@ def pair_judge(prompt: str, completions: list[str]) -> list[int]:
 
 
 @JUDGES.register("sum_pair")
-def sum_pair_judge(arg: str, options: JudgeOptions) -> ClusteringJudge:
+def sum_pair_judge(arg: str, spec: JudgeSpec) -> ClusteringJudge:
     """The judge spec ``sum_pair``: ``pair_judge``."""
-    return CallableJudge(pair_judge, **options.common)
+    return CallableJudge(pair_judge, **spec.common())
 
 
 @MODELS.register("demo")
