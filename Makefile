@@ -5,7 +5,7 @@ STAMP := $(VENV)/.installed
 TASK ?= prime_pair
 RUN := OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false WANDB_MODE=disabled
 
-.PHONY: install sandbox-tools llama-server readme-options lint format test test-clone test-engines bench-engines vllm-extra-check demo agent-demo wheel-demo bench install-vllm test-vllm vllm-demo bench-vllm
+.PHONY: install sandbox-tools llama-server docs-options docs docs-serve lint format test test-clone test-engines bench-engines vllm-extra-check demo agent-demo wheel-demo bench install-vllm test-vllm vllm-demo bench-vllm
 
 # vLLM's CPU build in a second environment: vLLM 0.30 needs numpy < 2.4 (through mistral-common), the main set pins
 # 2.4.6. .ci/constraints-vllm.txt is that environment's exact, tested set.
@@ -52,12 +52,19 @@ $(STAMP): setup.cfg pyproject.toml .ci/constraints.txt
 
 install: sandbox-tools $(STAMP)
 
-# README's PolyEPOConfig option table, generated from the fields' metadata (tests/test_architecture.py checks it)
-readme-options: install
+# The options page's PolyEPOConfig table, generated from the fields' metadata (tests/test_docs.py checks it)
+docs-options: install
 	$(PY) -c "import pathlib, re; from poly_epo_trl.trainer.config import options_table; \
-		p = pathlib.Path('README.md'); \
+		p = pathlib.Path('docs/pages/options.md'); \
 		p.write_text(re.sub(r'(<!-- options:start -->\n).*?(\n<!-- options:end -->)', \
 			lambda m: m.group(1) + options_table() + m.group(2), p.read_text(), flags=re.S))"
+
+# The manual (MkDocs, docs/mkdocs.yml), built strictly: a broken link or API reference fails
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict -f docs/mkdocs.yml
+
+docs-serve: install
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve -f docs/mkdocs.yml
 
 lint: install
 	$(VENV)/bin/ruff check .

@@ -84,13 +84,3 @@ def test_only_shared_data_reads_the_folder_beside_the_clone():
         if path.name not in ("shared_data.py", Path(__file__).name) and '"shared"' in path.read_text()
     ]
     assert readers == []
-
-
-def test_the_readme_option_table_is_the_configs():
-    """README's PolyEPOConfig table is generated from the fields (``make readme-options``): a field added, removed or
-    re-documented without regenerating it fails here."""
-    from poly_epo_trl.trainer.config import options_table
-
-    readme = (PACKAGE.parent / "README.md").read_text()
-    table = readme.split("<!-- options:start -->\n", 1)[1].split("\n<!-- options:end -->", 1)[0]
-    assert table == options_table(), "README's option table is stale: run `make readme-options`"
