@@ -48,6 +48,17 @@ def test_the_engine_is_read_from_the_accelerator():
     assert alone.describe() == "engine: one process, nothing sharded; mixed precision no"
 
 
+def test_one_process_still_names_its_engine():
+    """One-GPU ZeRO-3 (with offload, to fit a model) or FSDP with one process: the line names the engine."""
+    zero3 = engine_of(accelerator(DistributedType.DEEPSPEED, 1, deepspeed_plugin=SimpleNamespace(zero_stage=3)), {})
+    assert zero3.describe() == (
+        "engine: DeepSpeed ZeRO-3 on 1 process, sharding parameters, gradients and optimizer state; mixed precision no"
+    )
+    plugin = SimpleNamespace(fsdp_version=2, state_dict_type=SimpleNamespace(name="FULL_STATE_DICT"))
+    fsdp = engine_of(accelerator(DistributedType.FSDP, 1, fsdp_plugin=plugin), {})
+    assert fsdp.describe().startswith("engine: FSDP2 on 1 process, sharding parameters")
+
+
 def test_an_engine_other_than_the_one_asked_for_is_named_with_the_fix():
     ddp = Engine("ddp", world_size=2, machines=1, mixed_precision="no")
     message = engine_mismatch("fsdp", ddp)

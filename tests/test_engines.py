@@ -268,6 +268,18 @@ def test_kill_9_after_a_checkpoint_then_the_same_command_resumes_exactly(runs, t
     assert max_difference(final_weights(reference, lora), final_weights(tmp_path / "out", lora)) == 0.0
 
 
+@pytest.mark.parametrize("engine", ["zero2", "zero3", "fsdp2"])
+def test_one_process_names_its_engine_and_saves_a_loadable_model(tmp_path, engine):
+    """One process through the shipped DeepSpeed and FSDP configs (one GPU with ZeRO-3 offload is a common way to
+    fit a model): the engine line names the engine, not "one process", and the final model loads."""
+    argv = launch_argv(engine, "--max_steps", "2", "--output_dir", str(tmp_path / "out"))
+    argv[argv.index("--num_processes") + 1] = "1"
+    run = Launch(argv, tmp_path / "log")
+    assert run.wait() == 0, run.output()[-4000:]
+    assert f"engine: {ENGINES[engine][1]} on 1 process, sharding" in run.output()
+    assert final_weights(tmp_path / "out", lora=False)
+
+
 def test_fsdp_on_cpu_without_the_shim_is_refused_at_the_door(tmp_path):
     """accelerate gives DDP when FSDP is asked for on CPU: the run stops before training with the fix. When this
     fails because accelerate runs FSDP on CPU, ``fsdp_on_cpu.py`` is no longer needed."""

@@ -57,9 +57,11 @@ class Engine:
         return SHARDING[key]
 
     def describe(self) -> str:
-        if self.world_size == 1:
+        """The engine line a run prints: the engine at every world size (one-process DeepSpeed or FSDP included),
+        where it runs, what it shards, its precision."""
+        if self.kind == "single":
             return f"engine: one process, nothing sharded; mixed precision {self.mixed_precision}"
-        where = f"{self.world_size} processes"
+        where = f"{self.world_size} process" + ("es" if self.world_size > 1 else "")
         if self.machines > 1:
             where += f" on {self.machines} machines"
         saved = f"; state dict {self.state_dict_type}" if self.kind == "fsdp" else ""
