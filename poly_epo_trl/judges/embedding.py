@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from scipy.cluster.hierarchy import fcluster, linkage
+from scipy.spatial.distance import squareform
 
 from ..text import plan_text
 from .base import ClusteringJudge
@@ -28,24 +30,15 @@ def default_embedding_model() -> str:
 
 
 def average_linkage_clusters(distances: torch.Tensor, threshold: float) -> list[int]:
-    """Merge the two closest clusters (mean pairwise distance) until the closest pair is farther than threshold."""
-    clusters = [[i] for i in range(distances.shape[0])]
-    while len(clusters) > 1:
-        best, pair = None, None
-        for a in range(len(clusters)):
-            for b in range(a + 1, len(clusters)):
-                d = distances[clusters[a]][:, clusters[b]].mean().item()
-                if best is None or d < best:
-                    best, pair = d, (a, b)
-        if best > threshold:
-            break
-        a, b = pair
-        clusters[a] += clusters.pop(b)
-    labels = [0] * distances.shape[0]
-    for cluster_id, members in enumerate(sorted(clusters, key=min)):
-        for i in members:
-            labels[i] = cluster_id
-    return labels
+    """Average-linkage agglomerative clustering (scipy's ``linkage``): merge the two closest clusters (mean pairwise
+    distance) until the closest pair is farther than ``threshold``; ids in order of first appearance."""
+    count = distances.shape[0]
+    if count < 2:
+        return [0] * count
+    condensed = squareform(distances.double().numpy(), checks=False)
+    flat = fcluster(linkage(condensed, method="average"), t=threshold, criterion="distance")
+    ids: dict[int, int] = {}
+    return [ids.setdefault(int(label), len(ids)) for label in flat]
 
 
 class EmbeddingJudge(ClusteringJudge):
