@@ -252,8 +252,11 @@ def test_an_agent_evaluations_judge_is_told_the_tools_as_trainings_is(tmp_path):
     from poly_epo_trl.assembly import assemble_evaluation
     from poly_epo_trl.eval import parse
 
-    parts = assemble_evaluation(parse(["--config", AGENT_EVAL, "--output_dir", str(tmp_path), "--max_problems", "2"]))
-    assert parts.scorer.judge.tools == (
+    argv = ["--config", AGENT_EVAL, "--output_dir", str(tmp_path), "--max_problems", "2"]
+    parts = assemble_evaluation(
+        parse([*argv, "--judge", "openai:http://127.0.0.1:9/v1/judge", "--judge_template", "agent"])
+    )
+    assert parts.scorer.judge.judge.tools == (  # a language-model judge, built with them (nothing is asked yet)
         "- submit(p: integer, q: integer): Submit two numbers whose sum is S. (p: The first number; q: The second "
         "number)"
     )

@@ -276,15 +276,24 @@ EPISODES = [  # (calls, final words): two reach 4, two do not
 ]
 
 
-def counter_rollout(tokenizer, with_trajectory: bool):
+def counter_rollout(tokenizer, gives: str):
     """A real rollout function: each episode's calls run on a real Counter, the conversation is rendered with the
-    model's chat template, and the completion is everything after the prompt; the messages go to the judge under
-    ``trajectory`` when asked."""
+    model's chat template (TRL's multi-turn template where the model's own is not prefix-preserving), and the
+    completion is everything after the prompt. Besides what GRPOTrainer needs, it gives ``gives``: "trajectory" (the
+    messages), "env_mask" (1 on the model's tokens, 0 on the environment's, as GRPOTrainer takes it) or "nothing"."""
+    from trl.chat_template_utils import get_training_chat_template, is_chat_template_prefix_preserving
+
+    template = None if is_chat_template_prefix_preserving(tokenizer) else get_training_chat_template(tokenizer)
+
+    def render(messages: list, generation_prompt: bool) -> list[int]:
+        return tokenizer.apply_chat_template(
+            messages, add_generation_prompt=generation_prompt, return_dict=False, chat_template=template
+        )
 
     def rollout(prompts: list, trainer) -> dict:
         out = {"prompt_ids": [], "completion_ids": [], "logprobs": [], "reached": []}
-        if with_trajectory:
-            out["trajectory"] = []
+        if gives != "nothing":
+            out[gives] = []
         for k, prompt in enumerate(prompts):
             calls, words = EPISODES[k % len(EPISODES)]
             counter, messages = Counter(), []
@@ -294,14 +303,19 @@ def counter_rollout(tokenizer, with_trajectory: bool):
                 messages.append({"role": "assistant", "content": "", "tool_calls": [call]})
                 messages.append({"role": "tool", "name": name, "content": str(getattr(counter, name)(**arguments))})
             messages.append({"role": "assistant", "content": words})
-            prompt_ids = tokenizer.apply_chat_template(prompt, add_generation_prompt=True, return_dict=False)
-            whole = tokenizer.apply_chat_template(prompt + messages, return_dict=False)
+            prompt_ids = render(prompt, True)
+            completion, mask, before = [], [], prompt_ids
+            for i, message in enumerate(messages):  # each turn's tokens: the model's (1) or the environment's (0)
+                now = render(prompt + messages[: i + 1], message["role"] == "tool")
+                completion += now[len(before) :]
+                mask += [int(message["role"] == "assistant")] * (len(now) - len(before))
+                before = now
             out["prompt_ids"].append(prompt_ids)
-            out["completion_ids"].append(whole[len(prompt_ids) :])
-            out["logprobs"].append([-1.0] * (len(whole) - len(prompt_ids)))
+            out["completion_ids"].append(completion)
+            out["logprobs"].append([-1.0] * len(completion))
             out["reached"].append(float(counter.value == 4))
-            if with_trajectory:
-                out["trajectory"].append(messages)
+            if gives != "nothing":
+                out[gives].append(messages if gives == "trajectory" else mask)
         return out
 
     return rollout
@@ -311,36 +325,43 @@ def reached(completions, reached, **kwargs) -> list[float]:
     return reached
 
 
-def test_a_rollout_functions_trajectories_reach_the_judge_as_trajectories(model_dir, tmp_path, caplog):
+def test_a_rollout_functions_episodes_reach_the_judge_as_turns(model_dir, tmp_path, caplog):
+    """Its ``trajectory`` field, or, as a rollout_func written for GRPOTrainer gives them, its token ids and
+    ``env_mask``: either way the judge reads each episode turn by turn (roles, calls, results) and a rewarded episode
+    gets a positive set advantage. With neither, TRL's flat text: every rollout degenerate, and said so."""
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     runs = {}
-    for with_trajectory in (True, False):
+    for gives in ("trajectory", "env_mask", "nothing"):
         judge = RecordingPlans()
         trainer = PolyEPOTrainer(
             model=str(model_dir),
             reward_funcs=reached,
-            args=config(tmp_path / str(with_trajectory), max_steps=1),
+            args=config(tmp_path / gives, max_steps=1),
             train_dataset=counter_rows(),
-            rollout_func=counter_rollout(tokenizer, with_trajectory),
+            rollout_func=counter_rollout(tokenizer, gives),
             judge=judge,
         )
+        caplog.clear()
         with caplog.at_level("WARNING"):
             trainer.train()
-        runs[with_trajectory] = (judge, trainer.last_set_batch)
-    judge, batch = runs[True]
-    assert batch.rewards[0].tolist() == [1.0, 0.0, 1.0, 0.0] * 2
-    ((_, texts),) = judge.seen
-    turns = trajectory_turns(texts[0])
-    assert [role for role, _ in turns] == ["assistant", "tool_result", "assistant"]
-    assert turns[0][1] == 'calls add({"n": 4})' and turns[1][1].endswith("\n4")
-    assert trajectory_turns(texts[3]) == [("assistant", "(final answer, no tool call)\nIt is 4.")]
-    assert batch.cluster_ids[0].tolist() == [0, 1, 2, 3] * 2
-    assert (batch.advantages[0][batch.rewards[0] == 1] > 0).all()  # a rewarded episode moves the policy
-    # without the field: TRL's flat text, every rollout degenerate to a judge of turns, all advantages 0, and said so
-    flat_judge, flat = runs[False]
+        runs[gives] = (judge, trainer.last_set_batch, caplog.text)
+    for gives in ("trajectory", "env_mask"):
+        judge, batch, said = runs[gives]
+        assert batch.rewards[0].tolist() == [1.0, 0.0, 1.0, 0.0] * 2, gives
+        ((_, texts),) = judge.seen
+        turns = trajectory_turns(texts[0])
+        assert [role for role, _ in turns] == ["assistant", "tool_result", "assistant"], gives
+        assert turns[0][1] == 'calls add({"n": 4})' and turns[1][1] == "(result of add, from the environment)\n4"
+        assert trajectory_turns(texts[3]) == [("assistant", "(final answer, no tool call)\nIt is 4.")], gives
+        assert [role for role, _ in trajectory_turns(texts[2])] == ["assistant", "tool_result"] * 2 + ["assistant"]
+        assert batch.cluster_ids[0].tolist() == [0, 1, 2, 3] * 2, gives
+        assert (batch.advantages[0][batch.rewards[0] == 1] > 0).all(), gives  # a rewarded episode moves the policy
+        assert "rollout_func returned neither" not in said
+    assert runs["trajectory"][0].seen == runs["env_mask"][0].seen  # the turns rebuilt are the turns given
+    flat_judge, flat, said = runs["nothing"]
     assert trajectory_turns(flat_judge.seen[0][1][0]) == [] and (flat.cluster_ids == 100).all()
     assert (flat.advantages == 0).all()
-    assert "rollout_func returned no 'trajectory' field" in caplog.text
+    assert "rollout_func returned neither a 'trajectory' field nor an env_mask" in said
 
 
 class RecordingPlans(PlanOfTurnsJudge):
@@ -355,7 +376,7 @@ class RecordingPlans(PlanOfTurnsJudge):
 
 def test_a_rollout_functions_trajectory_field_of_the_wrong_shape_is_refused(model_dir, tmp_path):
     def rollout(prompts: list, trainer) -> dict:
-        out = counter_rollout(AutoTokenizer.from_pretrained(model_dir), True)(prompts, trainer)
+        out = counter_rollout(AutoTokenizer.from_pretrained(model_dir), "trajectory")(prompts, trainer)
         out["trajectory"] = ["flat text"] * len(prompts)
         return out
 
@@ -476,13 +497,19 @@ def test_the_judge_reads_each_trajectory_turn_by_turn_with_roles_calls_and_resul
     )
     assert re.fullmatch(r"\(result of (add|double), from the environment\)\n\d+", turns[1][1])
     assert turns[-1] == ("assistant", "(final answer, no tool call)\nIt is 4.")
-    # the judge is told what the agent could call, as the policy's chat template is
-    assert judge.tools.splitlines() == [
+    # a language-model judge built by the trainer is told what the agent could call, as the policy's chat template is
+    told = PolyEPOTrainer(
+        model=str(model_dir),
+        args=config(tmp_path / "told", judge="openai:http://127.0.0.1:9/v1/judge", judge_template="agent"),
+        train_dataset=counter_rows(),
+        environment_factory=Counter,
+    ).judge.tools
+    assert told.splitlines() == [
         "- add(n: integer): Add n to the counter. (n: The number to add)",
         "- double(): Double the counter.",
     ]
     assert "Tools the agent could call:\n- add(n: integer)" in JudgeTemplate.load("agent").render(
-        problem, texts, tools=judge.tools
+        problem, texts, tools=told
     )
     # and the agent judge's prompt holds each trajectory whole, in its own block
     prompt = JudgeTemplate.load("agent").render(problem, texts)

@@ -21,9 +21,11 @@ from ..evaluation.diversity import group_diversity_metrics
 from ..judges import JudgeFailing, JudgePipeline, JudgeResult, step_metrics
 from ..judges.audit import JudgeAudit
 from ..text import judge_input, prompt_text, trajectory_text
+from . import step as steps
 from .config import PolyEPOSettings
 from .preemption import StepAbandoned
-from .step import PendingJudge, SetBatch, Step
+from .rollouts import turns_from_env_mask
+from .step import Generated, PendingJudge, SetBatch, Step
 from .verdicts import AuditResume, audit_records, judge_columns
 
 logger = logging.getLogger(__name__)
@@ -43,12 +45,15 @@ class GroupJudging:
         self.warned_flat_rollouts = False
         trainer.add_callback(AuditResume(self.audit))
 
-    def submit(self, step: Step, prompts: list, completions: list, extra_fields: dict[str, Any]) -> None:
+    def submit(self, step: Step, prompts: list, completions: list, generated: Generated | None = None) -> None:
         """Gather the batch's texts (a collective) and submit the groups this process owns to the judge loop, as
-        ``step.pending``. Nothing for groups of one: there is nothing to compare."""
+        ``step.pending``; ``generated``: what TRL's ``_generate`` returned besides the texts (a ``rollout_func``'s
+        episodes are read from it). Nothing for groups of one: there is nothing to compare."""
         if step.group_size < 2:
             return
-        all_prompts, all_completions = self.gather_texts(prompts, self.rollout_turns(completions, extra_fields))
+        if generated is not None and self.trainer.rollout_func is not None:
+            completions = self.rollout_turns(completions, generated)
+        all_prompts, all_completions = self.gather_texts(prompts, completions)
         size, rank, local_rows = step.group_size, self.trainer.accelerator.process_index, len(completions)
         owned = [g for g in range(len(all_completions) // size) if (g * size) // local_rows == rank]
         groups = [(all_prompts[g * size], all_completions[g * size : (g + 1) * size]) for g in owned]
@@ -59,21 +64,28 @@ class GroupJudging:
             future.set_exception(error)
         step.pending = PendingJudge(size, all_prompts, all_completions, owned, future)
 
-    def rollout_turns(self, completions: list, extra_fields: dict[str, Any]) -> list:
+    def rollout_turns(self, completions: list, generated: Generated) -> list:
         """What the judge reads of a ``rollout_func``'s episodes: its ``ROLLOUT_TRAJECTORY`` field, one list of chat
-        messages per completion (roles, tool calls, tool results), where it gives one; else TRL's decoded text, which
-        has neither roles nor the line between the agent's words and the environment's (said once in the logs)."""
-        if self.trainer.rollout_func is None:
-            return completions
-        trajectories = extra_fields.get(ROLLOUT_TRAJECTORY)
+        messages per completion, where it gives one; else the turns rebuilt from the token ids and ``env_mask`` TRL
+        takes (``rollouts.turns_from_env_mask``); else TRL's decoded text, which has neither roles nor the line
+        between the agent's words and the environment's (said once in the logs)."""
+        trajectories = generated.extra_fields.get(ROLLOUT_TRAJECTORY)
+        if trajectories is None and generated.env_mask is not None:
+            tokenizer = getattr(self.trainer.processing_class, "tokenizer", self.trainer.processing_class)
+            return [
+                turns_from_env_mask(tokenizer, prompt, ids, mask)
+                for prompt, ids, mask in zip(
+                    generated.prompt_ids, generated.completion_ids, generated.env_mask, strict=True
+                )
+            ]
         if trajectories is None:
             if not self.warned_flat_rollouts:
                 self.warned_flat_rollouts = True
                 logger.warning(
-                    "rollout_func returned no %r field: the judge reads TRL's decoded completion text, with no roles "
-                    "and tool results mixed into the agent's words. Return one list of chat messages per completion "
-                    "under %r (the agent's turns with their tool_calls, the tool results) for the judge to read the "
-                    "trajectories.",
+                    "rollout_func returned neither a %r field nor an env_mask: the judge reads TRL's decoded "
+                    "completion text, with no roles and tool results mixed into the agent's words. Return an env_mask "
+                    "(1 on the model's tokens, 0 on the environment's) or one list of chat messages per completion "
+                    "under %r for the judge to read the turns.",
                     ROLLOUT_TRAJECTORY,
                     ROLLOUT_TRAJECTORY,
                 )
@@ -94,19 +106,20 @@ class GroupJudging:
         return gather_object([prompt_text(p) for p in prompts]), gather_object([judge_input(c) for c in completions])
 
     def judged_batch(self, step: Step, rewards: torch.Tensor, prompts: list, completions: list) -> SetBatch:
-        """The gathered batch as groups: total reward [G, N] of the task columns ``rewards`` (NaN where no reward
-        function scored the row), the judge's ids [G, N] and the texts; advantages left NaN for the method."""
+        """The gathered batch as groups, on the host: total reward [G, N] of the task columns ``rewards`` (the host's
+        copy; NaN where no reward function scored the row), the judge's ids [G, N] and the texts; advantages left
+        NaN for the method."""
         if step.group_size > 1:
             if step.pending is None:  # not started by _generate (called on its own): start now
-                self.submit(step, prompts, completions, {})
+                self.submit(step, prompts, completions)
             cluster_ids, verdicts = self.join(step.pending)
             all_prompts, all_completions = step.pending.prompts, step.pending.completions
             self.log_stats(step.mode, step.pending.waited)
         else:  # groups of one (num_generations_eval=1): nothing to compare, no judge call, advantage 0
             all_prompts, all_completions = self.gather_texts(prompts, completions)
-            cluster_ids = torch.zeros((len(all_completions), 1), dtype=torch.long, device=rewards.device)
+            cluster_ids = torch.zeros((len(all_completions), 1), dtype=torch.long)
             verdicts = [None] * len(all_completions)
-        weights = self.trainer.reward_weights[: rewards.shape[1]].to(rewards.device)
+        weights = self.trainer.reward_weights[: rewards.shape[1]].to(rewards.device)  # TRL keeps them on the host
         total = (rewards * weights).nansum(dim=1)
         total[torch.isnan(rewards).all(dim=1)] = torch.nan
         total = total.view(-1, step.group_size)
@@ -144,7 +157,7 @@ class GroupJudging:
                 verdicts[g] = result
         if any(row is None for row in labels):
             raise RuntimeError("Some groups were not judged by any process; the batch layout is not the expected one.")
-        return torch.tensor(labels, dtype=torch.long, device=self.trainer.accelerator.device), verdicts
+        return torch.tensor(labels, dtype=torch.long), verdicts
 
     def await_verdicts(self, future: concurrent.futures.Future) -> list:
         """The judge's verdicts; ``StepAbandoned`` (the judging cancelled) when a preemption signal came while the
@@ -166,10 +179,10 @@ class GroupJudging:
         own_seconds = stats.pop("seconds", 0.0)
         # A process that owned no group has no stats: agree on the names first so every process gathers alike.
         names = sorted(set(gather_object(sorted(stats))))
-        counts = torch.tensor(
-            [float(stats.get(name, 0)) for name in names] + [own_seconds, wait_seconds], device=accelerator.device
-        )
-        totals = accelerator.gather(counts.unsqueeze(0)).view(-1, len(names) + 2)
+        counts = torch.tensor([[float(stats.get(name, 0)) for name in names] + [own_seconds, wait_seconds]])
+        if accelerator.num_processes > 1:  # a collective on the device, then one read of its result
+            counts = steps.to_host(accelerator.gather(counts.to(accelerator.device)))
+        totals = counts.view(-1, len(names) + 2)
         summed = {name: totals[:, i].sum().item() for i, name in enumerate(names)}
         latencies = gather_object(self.pipeline.pop_latencies())
         causes = [cause for cause in gather_object([self.pipeline.last_failure]) if cause]

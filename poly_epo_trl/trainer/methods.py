@@ -23,7 +23,7 @@ from .step import SetBatch, Step
 
 
 class TrainingMethod:
-    """How a step's rewards (``rewards_per_func`` [B, R], all processes) and judged groups become the update.
+    """How a step's rewards ([B, R], all processes) and judged groups become the update.
 
     ``needs_judge``: whether the trainer judges its groups. ``apply`` returns the rewards TRL goes on with, and may
     set ``step.advantages`` (all processes' rows, flat) to replace GRPO's advantage. ``install`` adapts the trainer
@@ -35,8 +35,12 @@ class TrainingMethod:
     def install(self, trainer: Any) -> None:
         """Nothing to adapt."""
 
-    def apply(self, trainer: Any, step: Step, rewards_per_func: torch.Tensor, prompts: list, completions: list):
-        return rewards_per_func
+    def apply(
+        self, trainer: Any, step: Step, rewards: torch.Tensor, host: torch.Tensor, prompts: list, completions: list
+    ) -> torch.Tensor:
+        """The rewards TRL goes on with (``rewards`` on the device; ``host``, their copy, for the bookkeeping,
+        which stays on the host: no read of the device here)."""
+        return rewards
 
     def card_lines(self, settings: PolyEPOSettings) -> list[str]:
         """What the method does, for the model card."""
@@ -51,9 +55,11 @@ class SetAdvantage(TrainingMethod):
     """Poly-EPO: each rollout's marginal set advantage over its judged group, scaled as ``scale_rewards`` asks;
     a group the judge could not cluster gets Dr.GRPO's advantage (``judge_fallback: grpo``) or none (``skip``)."""
 
-    def apply(self, trainer: Any, step: Step, rewards_per_func: torch.Tensor, prompts: list, completions: list):
+    def apply(
+        self, trainer: Any, step: Step, rewards: torch.Tensor, host: torch.Tensor, prompts: list, completions: list
+    ) -> torch.Tensor:
         settings = trainer.settings
-        batch = trainer.judging.judged_batch(step, rewards_per_func, prompts, completions)
+        batch = trainer.judging.judged_batch(step, host, prompts, completions)
         advantages, set_values = self.advantages(batch.rewards, batch.cluster_ids, settings)
         advantages = apply_fallbacks(advantages, batch)
         advantages = scale_advantages(advantages, trainer.args.scale_rewards, ~torch.isnan(batch.rewards))
@@ -66,7 +72,7 @@ class SetAdvantage(TrainingMethod):
         metrics["poly_epo/advantage_std"].append(advantages.std().item())
         metrics["poly_epo/advantage_max"].append(advantages.max().item())
         metrics["poly_epo/advantage_min"].append(advantages.min().item())
-        return rewards_per_func
+        return rewards
 
     @staticmethod
     def advantages(
@@ -126,18 +132,20 @@ class DiversityBonus(TrainingMethod):
         weight = torch.tensor([trainer.settings.diversity_coef], dtype=trainer.reward_weights.dtype)
         trainer.reward_weights = torch.cat([trainer.reward_weights, weight.to(trainer.reward_weights.device)])
 
-    def apply(self, trainer: Any, step: Step, rewards_per_func: torch.Tensor, prompts: list, completions: list):
-        task_rewards = rewards_per_func[:, :-1]
-        batch = trainer.judging.judged_batch(step, task_rewards, prompts, completions)
+    def apply(
+        self, trainer: Any, step: Step, rewards: torch.Tensor, host: torch.Tensor, prompts: list, completions: list
+    ) -> torch.Tensor:
+        batch = trainer.judging.judged_batch(step, host[:, :-1], prompts, completions)
         bonus = diversity_bonus(batch.cluster_ids, 1.0, trainer.settings.degenerate_cluster_id)
         for g, fallback in enumerate(batch.fallbacks):
             if fallback in ("grpo", "skip"):  # no clusters to reward: the plain reward, as in GRPO
                 bonus[g] = 0.0
-        scored = ~torch.isnan(task_rewards).all(dim=1)
-        rewards_per_func[:, -1] = torch.where(scored, bonus.flatten().to(rewards_per_func.dtype), torch.nan)
+        scored = ~torch.isnan(rewards[:, :-1]).all(dim=1)  # on the device, not read
+        bonus = bonus.flatten().to(device=rewards.device, dtype=rewards.dtype)
+        rewards[:, -1] = torch.where(scored, bonus, torch.nan)
         trainer.judging.show(batch, len(prompts))
         step.batch = batch
-        return rewards_per_func
+        return rewards
 
     def card_lines(self, settings: PolyEPOSettings) -> list[str]:
         return [f"- Diversity bonus: reward + {settings.diversity_coef:g} (N / |cluster(y)| - 1) / (N - 1)."]

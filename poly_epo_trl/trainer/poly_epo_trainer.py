@@ -23,11 +23,12 @@ from typing import Any, ClassVar
 from trl import GRPOTrainer
 
 from ..judges.prompts import describe_tools
+from . import step as steps
 from .config import settings_names, trainer_config
 from .judging import GroupJudging
 from .keeper import LongRunKeeper
 from .methods import METHODS, TrainingMethod
-from .step import SetBatch, Step, replace_advantages, unscore_infinite
+from .step import Generated, SetBatch, Step, replace_advantages, unscore_infinite
 from .vllm_engine import vllm_seams
 
 # TRL 1.16 reads `model.is_gradient_checkpointing` every step, which transformers 5.23 deprecates: the user cannot act
@@ -111,22 +112,22 @@ class PolyEPOTrainer(GRPOTrainer):
 
     def _generate(self, prompts: list):
         """Seam 1: as soon as the completions exist, judge this process's groups in the background (``output[3]``:
-        the decoded completions; ``output[5]``: a ``rollout_func``'s extra fields)."""
+        the decoded completions; the rest as ``step.Generated`` reads it)."""
         output = super()._generate(prompts)
         self.step = Step(*self.mode_and_group_size())
         if self.judging is not None:
-            self.judging.submit(self.step, prompts, output[3], output[5])
+            self.judging.submit(self.step, prompts, output[3], Generated.of(output))
         return output
 
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
-        """Seam 2: the rewards (±inf as not scored), then the method's advantages from the judged groups."""
+        """Seam 2: the rewards (±inf as not scored), read to the host once, then the method's advantages from the
+        judged groups."""
         mode, group_size = self.mode_and_group_size()
-        rewards = unscore_infinite(
-            self, super()._calculate_rewards(inputs, prompts, completions, completion_ids_list), mode
-        )
+        rewards = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+        rewards, host = unscore_infinite(self, rewards, steps.to_host(rewards), mode)
         if self.step is None or self.step.mode != mode or self.step.batch is not None:
             self.step = Step(mode, group_size)  # not started by _generate (called on its own)
-        return self.method.apply(self, self.step, rewards, prompts, completions)
+        return self.method.apply(self, self.step, rewards, host, prompts, completions)
 
     def _generate_and_score_completions(self, inputs):
         """Seam 3: the method's advantages, where it gave some, in place of GRPO's."""

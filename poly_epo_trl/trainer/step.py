@@ -17,6 +17,23 @@ logger = logging.getLogger(__name__)
 
 
 @dataclass
+class Generated:
+    """What TRL's ``_generate`` returned besides the decoded texts, as the judge may read it: this process's prompt
+    and completion token ids, the ``env_mask`` (1 on the model's tokens, 0 on the environment's; None without one)
+    and a ``rollout_func``'s extra fields."""
+
+    prompt_ids: list
+    completion_ids: list
+    env_mask: list | None
+    extra_fields: dict[str, Any]
+
+    @classmethod
+    def of(cls, output: tuple) -> Generated:
+        """From ``_generate``'s output, laid out as TRL 1.16 lays it out (``tests/test_trl_seams.py`` pins it)."""
+        return cls(output[0], output[1], output[2], output[5])
+
+
+@dataclass
 class PendingJudge:
     """Judging under way for one generation batch: the gathered texts, the groups (of ``group_size``) this process
     owns, their future."""
@@ -31,7 +48,8 @@ class PendingJudge:
 
 @dataclass
 class SetBatch:
-    """What the advantages of one generation batch were computed from (all processes, [G, N]; texts per row)."""
+    """What the advantages of one generation batch were computed from (all processes, [G, N], on the host; texts per
+    row)."""
 
     rewards: torch.Tensor
     cluster_ids: torch.Tensor
@@ -52,7 +70,7 @@ class SetBatch:
 class Step:
     """A generation batch in ``mode`` ("train" or "eval") with groups of ``group_size``: ``pending`` from
     ``_generate`` (None for groups of one, or without a judge), ``batch`` and ``advantages`` (all processes' rows,
-    flat; None keeps TRL's own) from ``_calculate_rewards``."""
+    flat; None keeps TRL's own) from ``_calculate_rewards``. The batch and the advantages live on the host."""
 
     mode: str
     group_size: int
@@ -75,15 +93,23 @@ def replace_advantages(trainer: Any, output: dict[str, Any], advantages: torch.T
     return output
 
 
-def unscore_infinite(trainer: Any, rewards_per_func: torch.Tensor, mode: str) -> torch.Tensor:
-    """Rewards of +inf or -inf as not scored (NaN, like a reward function's None), counted in
-    ``rewards/non_finite`` and warned about once a run, instead of letting them turn a group's advantages, then
-    every weight, into NaN."""
-    infinite = torch.isinf(rewards_per_func)
+def to_host(tensor: torch.Tensor) -> torch.Tensor:
+    """A detached CPU copy of ``tensor``: the one read of the device a step's bookkeeping makes (a read from a GPU
+    waits for every kernel queued before it, so the step's path reads once, here, and keeps the rest on the host)."""
+    return tensor.detach().to("cpu")
+
+
+def unscore_infinite(
+    trainer: Any, rewards: torch.Tensor, host: torch.Tensor, mode: str
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Rewards of +inf or -inf as not scored (NaN, like a reward function's None), on the device (``rewards``,
+    without reading it) and on the host (``host``, its copy), counted in ``rewards/non_finite`` and warned about once
+    a run, instead of letting them turn a group's advantages, then every weight, into NaN."""
+    infinite = torch.isinf(host)
     count = int(infinite.sum())
     trainer._metrics[mode]["rewards/non_finite"].append(count)
     if not count:
-        return rewards_per_func
+        return rewards, host
     if "non_finite" not in trainer.said:
         trainer.said.add("non_finite")
         names = [
@@ -95,4 +121,4 @@ def unscore_infinite(trainer: Any, rewards_per_func: torch.Tensor, mode: str) ->
             names,
             count,
         )
-    return rewards_per_func.masked_fill(infinite, torch.nan)
+    return rewards.masked_fill(torch.isinf(rewards), torch.nan), host.masked_fill(infinite, torch.nan)
