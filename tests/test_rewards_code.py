@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
+from bubblewrap import needs_bwrap, skip_without_bwrap
 from leetcode_problems import PROBLEMS, SETUP
 from shared_data import LEETCODE
 
@@ -21,6 +22,7 @@ LIMITS = SandboxLimits(timeout_seconds=5, cpu_seconds=5, memory_mb=512, max_outp
 
 @pytest.fixture(scope="module")
 def reward():
+    skip_without_bwrap()
     return CodeReward(LIMITS, max_workers=2)
 
 
@@ -331,6 +333,7 @@ def test_every_forgery_scores_zero(reward):
     assert outcomes["lying_eq"] == "wrong_answer"
 
 
+@needs_bwrap
 def test_expected_values_never_reach_the_sandbox():
     reward = CodeReward(SandboxLimits(timeout_seconds=20, max_output_bytes=64 << 20))
     spy = (
@@ -397,6 +400,7 @@ def test_bad_rows_score_zero_with_a_reason_and_the_batch_goes_on(reward):
     assert set(metrics) >= {"code/timeout", "code/memory", "code/wrong_answer", "code/runtime_error", "code/no_code"}
 
 
+@needs_bwrap
 def test_unverifiable_tests_need_the_opt_in():
     test = "def check(candidate):\n    for x in [1, 2]:\n        assert candidate(x) == x + 1\n"
     code = fenced("def inc(x):\n    return x + 1")
@@ -503,6 +507,7 @@ def test_parsing_tests_from_many_threads_never_fails_and_the_lock_is_still_neede
 
 
 @pytest.mark.shared_data
+@needs_bwrap
 def test_scoring_real_programs_from_several_threads_at_once_repeatedly():
     """The code reward's own thread pool, over and over, with garbage collected mid-parse: every correct program
     scores 1 and nothing raises (it raised SystemError 4 times in 4 before the parse took turns)."""

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
+from bubblewrap import needs_bwrap, skip_without_bwrap
 from shared_data import LEETCODE, needs_leetcode
 
 from poly_epo_trl.assembly import cpu_slowdowns
@@ -75,6 +76,8 @@ def local_copy_of_dataset(recipe: dict, tmp_path: Path) -> str:
 def test_every_recipe_validates(recipe_path, tmp_path, judge_url, monkeypatch):
     monkeypatch.chdir(ROOT)
     recipe = yaml.safe_load(recipe_path.read_text())
+    if "code" in recipe.get("reward_funcs", []):
+        skip_without_bwrap()
     argv = ["--config", str(recipe_path), "--dry_run", "true", "--output_dir", str(tmp_path / "out")]
     if not str(recipe["dataset_name"]).startswith(("builtin:", "recipes/")):
         argv += ["--dataset_name", local_copy_of_dataset(recipe, tmp_path)]
@@ -255,6 +258,7 @@ def test_cpu_runs_warn_about_slow_defaults(caplog):
 
 @pytest.mark.shared_data
 @needs_leetcode
+@needs_bwrap
 def test_leetcode_recipe_rewards_real_rows_as_trl_calls_them(tmp_path, judge_url):
     """The recipe's data path on the real train file: setup code, tests and entry point reach the code reward."""
     import gzip

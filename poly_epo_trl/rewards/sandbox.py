@@ -306,8 +306,8 @@ def check_bwrap() -> None:
         missing = "bwrap (Debian/Ubuntu package bubblewrap)" if shutil.which("bwrap") is None else "prlimit"
         raise SandboxUnavailable(
             f"The code sandbox needs {missing}, which is not installed: `apt-get install bubblewrap util-linux` "
-            "(`make install` does this). Or set code_sandbox: rlimits to accept the weaker mode (no namespaces: the "
-            "program can read your files and reach the network)."
+            "(as root; `make sandbox-tools` does this). Or set code_sandbox: rlimits to accept the weaker mode (no "
+            "namespaces: the program can read your files and reach the network)."
         )
     command = _command(SandboxLimits(), "bwrap", _throwaway_uid(99), [], ["-c", "pass"])
     result = subprocess.run(command, capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"}, cwd="/")
