@@ -42,6 +42,10 @@ class GroupJudging:
         self.trainer, self.pipeline, self.settings = trainer, pipeline, settings
         self.steps_over_fallback_frac = 0  # resumed with a checkpoint (``keeper``)
         self.audit = JudgeAudit(trainer.args.output_dir)
+        # The audit trail is written by one thread of its own, in order, off the step's path; ``flush`` waits for it
+        # (before a checkpoint and at the end of training, so what a checkpoint saw is on disk)
+        self.writer = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="poly-epo-audit")
+        self.written: concurrent.futures.Future | None = None
         self.warned_flat_rollouts = False
         trainer.add_callback(AuditResume(self.audit))
 
@@ -221,7 +225,22 @@ class GroupJudging:
             trainer._log_completion_extra(name, values[start : start + local_rows])
         if trainer.accelerator.is_main_process and settings.judge_audit_fraction > 0:
             step = trainer.state.global_step + (batch.mode == "train")
-            self.audit.append(audit_records(batch, step, settings.judge_audit_fraction))
+            self.check_written()
+            self.written = self.writer.submit(self.write_audit, batch, step, settings.judge_audit_fraction)
+
+    def write_audit(self, batch: SetBatch, step: int, fraction: float) -> None:
+        """The batch's judged groups into the audit trail (on the audit thread; the batch is not changed after)."""
+        self.audit.append(audit_records(batch, step, fraction))
+
+    def check_written(self) -> None:
+        """Raise what the last audit write failed with (a full disk), if it has failed."""
+        if self.written is not None and self.written.done():
+            self.written.result()
+
+    def flush(self) -> None:
+        """Wait for the audit trail's writes so far, raising what one failed with."""
+        if self.written is not None:
+            self.written.result()
 
     def card_line(self, num_generations: int) -> str:
         """The model card's line on the judge."""

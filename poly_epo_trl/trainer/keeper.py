@@ -69,6 +69,8 @@ class LongRunKeeper:
         finally:
             self.preemption = None
             trainer.remove_callback(last_step)
+            if trainer.judging is not None:
+                trainer.judging.flush()  # the audit trail of every step trained is on disk
         if (
             guard is not None
             and guard.stopped_at_step is not None
@@ -108,6 +110,8 @@ class LongRunKeeper:
         run_dir = trainer._get_output_dir(trial=trial)
         folder = checkpoint_folder(run_dir, trainer.state.global_step)
         try:
+            if trainer.judging is not None:
+                trainer.judging.flush()  # the audit trail holds every group this checkpoint saw
             save_resume_state(self.resume_state(), folder, trainer.accelerator.process_index)
             save_config_beside_shards(trainer, folder)
             trainer.accelerator.wait_for_everyone()
