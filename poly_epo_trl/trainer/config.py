@@ -201,9 +201,10 @@ class PolyEPOSettings(JudgeSettings):
 
 def trainer_config(
     trainer: str, suffix: str, args: tuple, kwargs: dict, judge: Any, values: dict[str, Any]
-) -> tuple[tuple, dict, PolyEPOSettings]:
-    """The GRPOTrainer arguments (``args``, ``kwargs``) with their config in place, and the run's Poly-EPO settings,
-    for ``trainer`` (its name, for errors) given ``judge=`` and the settings' keyword arguments ``values``:
+) -> tuple[tuple, dict, GRPOConfig, PolyEPOSettings]:
+    """The GRPOTrainer arguments (``args``, ``kwargs``) with their config in place, that config, and the run's
+    Poly-EPO settings, for ``trainer`` (its name, for errors) given ``judge=`` and the settings' keyword arguments
+    ``values``:
 
     - no config: ``PolyEPOConfig("<model name>-<suffix>")`` with ``values`` (as GRPOTrainer builds
       ``GRPOConfig("<model name>-GRPO")``), judging with ``DEFAULT_JUDGE`` unless given a judge;
@@ -220,14 +221,14 @@ def trainer_config(
             args = (*args[:2], config, *args[3:])
         else:
             kwargs["args"] = config
-        return args, kwargs, config
+        return args, kwargs, config, config
     if isinstance(config, PolyEPOConfig):
         if values:
             raise TypeError(
                 f"{trainer} got {sorted(values)} as keyword arguments and args=PolyEPOConfig(...): set them on the "
                 "PolyEPOConfig (keyword arguments are for a plain GRPOConfig)."
             )
-        return args, kwargs, config
+        return args, kwargs, config, config
     if not isinstance(config, GRPOConfig):
         raise TypeError(
             f"{trainer} needs args=GRPOConfig(...) (or PolyEPOConfig, with the paper's defaults), got "
@@ -244,7 +245,7 @@ def trainer_config(
             type(config).__name__,
             ", ".join(departures),
         )
-    return args, kwargs, settings
+    return args, kwargs, config, settings
 
 
 def settings_names() -> frozenset[str]:

@@ -66,7 +66,7 @@ class PolyEPOTrainer(GRPOTrainer):
     def __init__(self, *args: Any, judge: Any = None, method: str | None = None, **kwargs: Any) -> None:
         values = {name: kwargs.pop(name) for name in settings_names() & set(kwargs)}
         self.method: TrainingMethod = METHODS.get(method or self.method_name)()
-        args, kwargs, self.settings = trainer_config(
+        args, kwargs, config, self.settings = trainer_config(
             type(self).__name__, self.default_output_suffix, args, kwargs, judge, values
         )
         if self.method.needs_judge and judge is None and self.settings.judge is None:
@@ -77,7 +77,7 @@ class PolyEPOTrainer(GRPOTrainer):
         self.step: Step | None = None  # the generation batch in progress (then the last one)
         self.said: set[str] = set()  # the warnings said once a run
         self.judging: GroupJudging | None = None
-        with vllm_seams(self, kwargs.get("args", args[2] if len(args) > 2 else None), self.settings):
+        with vllm_seams(self, config, self.settings):
             super().__init__(*args, **kwargs)
         self.keeper = LongRunKeeper(self, self.settings.preemption_grace_seconds)
         if self.method.needs_judge:
