@@ -81,7 +81,7 @@ format: install
 	$(VENV)/bin/ruff format .
 
 test: install
-	$(RUN) $(PY) -m pytest -q -rs -m "not engines"
+	$(RUN) $(PY) -m pytest -q -rs --durations=15 -m "not engines"
 
 # The tests that read ../shared (CI has it beside the clone, a user's clone does not), run as on a user's clone: each
 # passes on the repository's own data or skips with the reason
