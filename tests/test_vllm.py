@@ -1,5 +1,6 @@
 """The vLLM paths against real engines and servers (vLLM's CPU build here; ``make test-vllm``): colocated and server
-generation with both trainers and LoRA, the engine following the trained weights, ``poly-epo eval`` on vLLM against
+generation with full fine-tuning and LoRA, the engine following the trained weights (Poly-EPO; GRPO+DIV, the same
+trainer with another advantage, once, through a rollout function), ``poly-epo eval`` on vLLM against
 transformers, the judge on ``vllm serve`` through a kill and a restart, and the CPU build's workarounds, each of which
 fails here once vLLM no longer needs it.
 
@@ -145,13 +146,9 @@ def test_seeded_sampling_with_chunked_prefill_needs_the_workaround(tmp_path):
 # --- colocate generation ---
 
 
-@pytest.mark.parametrize(
-    ("trainer", "lora"),
-    [("poly_epo", False), ("grpo_div", False), ("poly_epo", True)],
-    ids=["poly_epo", "grpo_div", "lora"],
-)
-def test_colocate_generation_follows_the_trained_weights(tmp_path, trainer, lora):
-    result = run_helper(tmp_path, trainer, "1" if lora else "0", "policy")
+@pytest.mark.parametrize("lora", [False, True], ids=["full", "lora"])
+def test_colocate_generation_follows_the_trained_weights(tmp_path, lora):
+    result = run_helper(tmp_path, "poly_epo", "1" if lora else "0", "policy")
     steps = step_logs(result)
     assert len(steps) == 2 and all(s["grad_norm"] > 0 for s in steps)
     assert all(s.get("judge/fallback_frac", 0) == 0 for s in steps)
@@ -204,10 +201,9 @@ def check_agent_run(result: dict) -> None:
         assert call["name"] == "submit" and trajectory[1]["content"] == f"{p}+{q}={p + q}"
 
 
-@pytest.mark.parametrize("trainer", ["poly_epo", "grpo_div"])
-def test_an_agent_calls_its_environment_on_colocated_vllm(tmp_path, trainer):
+def test_an_agent_calls_its_environment_on_colocated_vllm(tmp_path):
     """environment_factory on a colocated engine."""
-    check_agent_run(run_agent(tmp_path, trainer))
+    check_agent_run(run_agent(tmp_path, "poly_epo"))
 
 
 @pytest.mark.parametrize("trainer", ["poly_epo", "grpo_div"])
@@ -284,14 +280,14 @@ def policy_server(tmp_path_factory):
     server.stop()
 
 
-@pytest.mark.parametrize(("trainer", "lora"), [("poly_epo", False), ("grpo_div", False), ("poly_epo", True)])
-def test_server_generation_syncs_weights_into_trl_vllm_serve(policy_server, tmp_path, trainer, lora):
+@pytest.mark.parametrize("lora", [False, True], ids=["full", "lora"])
+def test_server_generation_syncs_weights_into_trl_vllm_serve(policy_server, tmp_path, lora):
     server, folder = policy_server
     # every run starts from the checkpoint the server loaded: put back what an earlier run synced into it
     reset = {"method": "reload_weights", "kwargs": {"weights_path": str(folder / "model")}}
     requests.post(f"{server.url}/collective_rpc", json=reset, timeout=60).raise_for_status()
     (tmp_path / "model").symlink_to(folder / "model")
-    result = run_helper(tmp_path, trainer, "1" if lora else "0", "policy", str(server.port))
+    result = run_helper(tmp_path, "poly_epo", "1" if lora else "0", "policy", str(server.port))
     steps = step_logs(result)
     assert len(steps) == 2 and all(s["grad_norm"] > 0 for s in steps)
     assert all(s["sampling/sampling_logp_difference/mean"] < 1e-5 for s in steps), steps
@@ -312,14 +308,13 @@ def agent_server(tmp_path_factory):
     server.stop()
 
 
-@pytest.mark.parametrize("trainer", ["poly_epo", "grpo_div"])
-def test_an_agent_calls_its_environment_on_trl_vllm_serve(agent_server, tmp_path, trainer):
+def test_an_agent_calls_its_environment_on_trl_vllm_serve(agent_server, tmp_path):
     """environment_factory with server generation: each turn of TRL's tool loop is a request to ``trl vllm-serve``,
     and the weights trained at step 1 are synced into the server before step 2 samples."""
     server, model = agent_server
     reset = {"method": "reload_weights", "kwargs": {"weights_path": model}}  # undo an earlier test's sync
     requests.post(f"{server.url}/collective_rpc", json=reset, timeout=60).raise_for_status()
-    check_agent_run(run_agent(tmp_path, trainer, str(server.port)))
+    check_agent_run(run_agent(tmp_path, "poly_epo", str(server.port)))
 
 
 # --- poly-epo eval on vLLM ---
