@@ -182,6 +182,7 @@ def finish(trainer: Any, script_args: ScriptArguments, training_args: PolyEPOCon
         trainer.push_to_hub(dataset_name=hub_dataset_name(script_args))
         if trainer.accelerator.is_main_process:
             print(f"pushed to the Hub: {trainer.hub_model_id}", flush=True)
+    trainer.accelerator.wait_for_everyone()  # no process ends the group while another is still at work
     trainer.end()
 
 

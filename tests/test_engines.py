@@ -65,6 +65,7 @@ ENV = {
     "HF_HUB_OFFLINE": "1",
     "TOKENIZERS_PARALLELISM": "false",
     "WANDB_MODE": "disabled",
+    "PYTHONFAULTHANDLER": "1",  # a process that dies of a signal prints every thread's Python stack into the log
     "PYTHONPATH": f"{ROOT / 'tests'}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
 }
 TIMING = ("step_time", "judge/seconds", "judge/wait_seconds", "train_runtime", "_per_second", "latency")

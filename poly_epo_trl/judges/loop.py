@@ -1,9 +1,11 @@
-"""The judges' event loop: one daemon thread where every judge's I/O runs."""
+"""The judges' event loop: one daemon thread where every judge's I/O runs, stopped at exit."""
 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import concurrent.futures
+import contextlib
 import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
@@ -45,3 +47,30 @@ class JudgeLoop:
             coro.close()
             raise RuntimeError("Called from the judge loop itself: await the coroutine instead.")
         return asyncio.run_coroutine_threadsafe(coro, loop)
+
+    @classmethod
+    def close(cls, timeout: float = 5.0) -> None:
+        """Cancel what is still running on the loop, stop it and join its thread (``get`` starts a new one). Runs at
+        exit, so that no thread of ours is inside the interpreter while it finalizes."""
+        with cls._lock:
+            loop, thread = cls._loop, cls._thread
+            cls._loop = cls._thread = None
+        if loop is None or thread is None or not thread.is_alive():
+            return
+
+        async def cancel_all() -> None:
+            tasks = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+        # a task that will not end (or a loop already stopping): the loop stops around it
+        with contextlib.suppress(concurrent.futures.TimeoutError, RuntimeError):
+            asyncio.run_coroutine_threadsafe(cancel_all(), loop).result(timeout)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout)
+        if not thread.is_alive():
+            loop.close()
+
+
+atexit.register(JudgeLoop.close)
