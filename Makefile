@@ -14,7 +14,7 @@ VPY := $(VLLM_VENV)/bin/python
 VSTAMP := $(VLLM_VENV)/.installed
 SMOLLM2 := $(HOME)/.cache/poly_epo_trl/smollm2-135m-instruct
 JUDGE_PORT ?= 8001
-# `make test` runs the suite in this many worker processes (pytest-xdist); most tests use one core
+# `make test` and `make test-vllm` run in this many worker processes (pytest-xdist); most tests use one core
 TEST_WORKERS ?= 2
 
 # llama.cpp's OpenAI-compatible server and SmolLM2-135M (GGUF), for the judge's real-server test
@@ -114,9 +114,11 @@ $(VSTAMP): setup.cfg pyproject.toml .ci/constraints-vllm.txt
 
 install-vllm: $(VSTAMP)
 
-# Real vLLM engines and servers on CPU (tests/test_vllm.py): colocate and server generation, eval, the judge
+# Real vLLM engines and servers on CPU (tests/test_vllm.py): colocate and server generation, eval, the judge. In
+# $(TEST_WORKERS) workers, a test class to each (the tests that share a server in one), each worker's engines on a core
+# of their own
 test-vllm: install-vllm
-	$(RUN) $(VPY) -m pytest -q -rs -m vllm tests/test_vllm.py
+	$(RUN) $(VPY) -m pytest -q -rs --durations=10 -n $(TEST_WORKERS) --dist loadscope -m vllm tests/test_vllm.py
 
 # The paper's layout in miniature: SmolLM2 generating with colocated vLLM, judged by a `vllm serve` of itself
 vllm-demo: install-vllm
