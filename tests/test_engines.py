@@ -70,7 +70,7 @@ ENV = {
 }
 TIMING = ("step_time", "judge/seconds", "judge/wait_seconds", "train_runtime", "_per_second", "latency")
 # Measured equal to DDP at every step and in the final weights: ZeRO-2 always, FSDP2 on the full model.
-EXACT = {("zero2", "poly_epo"), ("zero2", "lora"), ("zero2", "grpo_div"), ("fsdp2", "poly_epo"), ("fsdp2", "grpo_div")}
+EXACT = {("zero2", "poly_epo"), ("zero2", "lora"), ("fsdp2", "poly_epo")}
 # ZeRO-3 (and FSDP2 with LoRA) reduce gradients in partitions, in another order than DDP's all-reduce: float32 sums
 # differ in the last bits. Adam divides each gradient entry by its own running scale, so an entry that is only
 # round-off (LoRA's B starts at zero) still takes a full-size step, and within a few steps a sampled token can
@@ -216,8 +216,13 @@ def runs(tmp_path_factory) -> dict:
     return get
 
 
-@pytest.mark.parametrize("variant", VARIANTS)
-@pytest.mark.parametrize("engine", ["zero2", "zero3", "fsdp2"])
+# Every engine with the full model and LoRA; GRPO+DIV (the same trainer, another advantage: nothing an engine sees
+# differs) under ZeRO-3, the engine furthest from DDP
+SHARDED = [("zero2", "poly_epo"), ("zero2", "lora"), ("zero3", "poly_epo"), ("zero3", "lora"), ("zero3", "grpo_div"),
+           ("fsdp2", "poly_epo"), ("fsdp2", "lora")]  # fmt: skip
+
+
+@pytest.mark.parametrize(("engine", "variant"), SHARDED)
 def test_a_sharded_engine_trains_as_ddp_does(runs, engine, variant):
     """Up to the first checkpoint every engine matches DDP (metrics, and that checkpoint's weights, within
     ROUND_OFF_*); where the engine sums gradients as DDP does (EXACT) every step's metrics and the final weights are
@@ -246,12 +251,13 @@ def test_a_sharded_engine_trains_as_ddp_does(runs, engine, variant):
 
 @pytest.mark.parametrize(
     ("engine", "variant"),
-    [("ddp", "poly_epo"), ("zero2", "poly_epo"), ("zero3", "poly_epo"), ("fsdp2", "poly_epo"), ("zero2", "lora"),
-     ("zero3", "lora"), ("fsdp2", "lora")],
+    [("ddp", "poly_epo"), ("zero2", "poly_epo"), ("zero3", "poly_epo"), ("fsdp2", "poly_epo"), ("zero3", "lora"),
+     ("fsdp2", "lora")],
 )  # fmt: skip
 def test_kill_9_after_a_checkpoint_then_the_same_command_resumes_exactly(runs, tmp_path, engine, variant):
     """kill -9 of every process once the first checkpoint is complete, then the same command: the run ends with the
-    metrics and weights of its uninterrupted run (the same engine)."""
+    metrics and weights of its uninterrupted run (the same engine). LoRA's resume (the adapter's weights and
+    optimizer state) under DeepSpeed is one path for ZeRO-2 and ZeRO-3 in transformers: ZeRO-3's is run."""
     reference, _ = runs(engine, variant)
     argv = launch_argv(engine, *VARIANTS[variant], *SLOW, "--output_dir", str(tmp_path / "out"))
     run = Launch(argv, tmp_path / "killed.log")
