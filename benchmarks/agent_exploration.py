@@ -13,7 +13,7 @@ import sys
 
 from demo_diversity import checks
 
-from poly_epo_trl.demo.agent import main
+from poly_epo_trl.commands.demo.agent import main
 
 
 def run(argv: list[str]) -> dict[str, bool]:

@@ -15,7 +15,7 @@ import argparse
 import sys
 from typing import Any
 
-from poly_epo_trl.demo.run import LABELS, main
+from poly_epo_trl.commands.demo.run import LABELS, main
 from poly_epo_trl.evaluation.report import format_interval
 
 TARGETS: dict[str, dict[str, Any]] = {

@@ -36,7 +36,7 @@ def free_port() -> int:
 
 def step_times(name: str, steps: int, extra: list[str], out: Path) -> list[float]:
     """Train with the engine's shipped config; the logged step times."""
-    target = [str(ROOT / "tests" / "fsdp_on_cpu.py")] if name == "FSDP2" else ["-m", "poly_epo_trl.train"]
+    target = [str(ROOT / "tests" / "fsdp_on_cpu.py")] if name == "FSDP2" else ["-m", "poly_epo_trl.commands.train"]
     argv = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(CONFIGS / ENGINES[name])]
     argv += ["--num_processes", "2", "--mixed_precision", "no", "--main_process_port", str(free_port()), *target]
     argv += ["--config", "recipes/tiny/poly_epo/config_cpu.yaml", "--max_steps", str(steps), "--logging_steps", "1"]

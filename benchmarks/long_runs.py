@@ -31,7 +31,7 @@ ENV = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "TOKENIZERS_
 
 
 def start(output_dir: Path, extra: list[str]) -> tuple[subprocess.Popen, list[int], list[str]]:
-    argv = [sys.executable, "-m", "poly_epo_trl.train", *BASE, *extra, "--output_dir", str(output_dir)]
+    argv = [sys.executable, "-m", "poly_epo_trl.commands.train", *BASE, *extra, "--output_dir", str(output_dir)]
     process = subprocess.Popen(argv, cwd=ROOT, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     steps, lines = [0], []
 

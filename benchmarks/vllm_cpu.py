@@ -100,7 +100,7 @@ def start_judge(model: str, port: int, log: Path) -> subprocess.Popen:
 
 TRAIN = """
 import json, sys
-from poly_epo_trl.train import main
+from poly_epo_trl.commands.train import main
 trainer = main(sys.argv[2:])
 json.dump(trainer.state.log_history, open(sys.argv[1], "w"))
 """

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from poly_epo_trl.advantages import (
     compare_advantages,
+    distinct_clusters,
     diversity_bonus,
     group_relative_advantages,
     marginal_set_advantages,
@@ -201,12 +202,28 @@ def test_pass_at_n_and_mean_match_known_forms():
     torch.testing.assert_close(got[0], 3 * (r[0] - 0.25) * 2 / (2 * 3))
 
 
+def test_a_registered_objective_is_named_by_its_name():
+    """The registry is the one place objectives are looked up: marginal_set_advantages takes a registered name (and a
+    ``package.module:function`` path) as the trainer's set_objective does."""
+    from poly_epo_trl.advantages import OBJECTIVES
+
+    def distinct_rewarded(rewards, cluster_ids):
+        return (rewards.amax(-1) > 0) * distinct_clusters(cluster_ids).to(rewards.dtype) / rewards.shape[-1]
+
+    OBJECTIVES.register("distinct_rewarded_test")(distinct_rewarded)
+    rewards = torch.tensor([[1.0, 0.0, 1.0, 1.0, 0.0, 1.0]], dtype=torch.float64)
+    clusters = torch.tensor([[0, 1, 0, 2, 100, 3]])
+    by_name = marginal_set_advantages(rewards, clusters, 3, objective="distinct_rewarded_test")
+    torch.testing.assert_close(by_name, marginal_set_advantages(rewards, clusters, 3, objective=distinct_rewarded))
+    assert by_name.abs().sum() > 0
+
+
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
         ({"set_size": 9}, "set_size"),
         ({"set_size": 0}, "set_size"),
-        ({"objective": "max"}, "Unknown objective"),
+        ({"objective": "max"}, "Unknown set_objective 'max'"),
         ({"reduction": "median"}, "reduction"),
         ({"estimator": "exact"}, "estimator"),
         ({"objective": "mean", "gate": True}, "gate"),

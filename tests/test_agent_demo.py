@@ -8,10 +8,10 @@ from collections import Counter
 import pytest
 from PIL import Image
 
-from poly_epo_trl import train
 from poly_epo_trl.assembly import assemble_training, held_out_agent
-from poly_epo_trl.demo.agent import AGENT, main
-from poly_epo_trl.demo.run import recipe
+from poly_epo_trl.commands import train
+from poly_epo_trl.commands.demo.agent import AGENT, main
+from poly_epo_trl.commands.demo.run import recipe
 from poly_epo_trl.evaluation.episodes import EpisodeSampler
 from poly_epo_trl.evaluation.sampling import SamplingSettings
 from poly_epo_trl.tasks.goldbach_agent import GoldbachEnvironment, plan_judge, submitted_pair

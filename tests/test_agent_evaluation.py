@@ -18,7 +18,7 @@ from agents import COUNTER_PLANS, Counter, plan_script, save_tool_model, scripte
 from datasets import Dataset
 
 from poly_epo_trl import PolyEPOConfig, PolyEPOTrainer
-from poly_epo_trl.eval import main as eval_main
+from poly_epo_trl.commands.eval import main as eval_main
 from poly_epo_trl.evaluation.episodes import Agent, EpisodeSampler, observed_prompt, run_tool_calls
 from poly_epo_trl.evaluation.runner import episode_metrics
 from poly_epo_trl.evaluation.sampling import SamplingSettings
@@ -250,7 +250,7 @@ def test_poly_epo_eval_refuses_what_an_agent_cannot_be_evaluated_with(keys, mess
 
 def test_an_agent_evaluations_judge_is_told_the_tools_as_trainings_is(tmp_path):
     from poly_epo_trl.assembly import assemble_evaluation
-    from poly_epo_trl.eval import parse
+    from poly_epo_trl.commands.eval import parse
 
     argv = ["--config", AGENT_EVAL, "--output_dir", str(tmp_path), "--max_problems", "2"]
     parts = assemble_evaluation(

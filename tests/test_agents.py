@@ -81,7 +81,7 @@ def check_set_advantages(trainer) -> None:
     """Poly-EPO: the batch's advantages are the set advantages of its rewards and judged ids. GRPO+DIV: the
     diversity bonus column is that of the judged ids."""
     batch = trainer.last_set_batch
-    if trainer.method_name == "poly_epo":
+    if trainer.method.name == "poly_epo":
         expected = marginal_set_advantages(batch.rewards.nan_to_num(0.0), batch.cluster_ids, trainer.args.set_size)
         torch.testing.assert_close(batch.advantages, expected)
     else:
@@ -503,6 +503,7 @@ def test_the_judge_reads_each_trajectory_turn_by_turn_with_roles_calls_and_resul
         args=config(tmp_path / "told", judge="openai:http://127.0.0.1:9/v1/judge", judge_template="agent"),
         train_dataset=counter_rows(),
         environment_factory=Counter,
+        check_judge=False,  # no server: only the judge's prompt is read
     ).judge.tools
     assert told.splitlines() == [
         "- add(n: integer): Add n to the counter. (n: The number to add)",

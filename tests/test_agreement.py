@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 from judge_server import ServerProcess
 
-from poly_epo_trl.agreement import main
-from poly_epo_trl.eval import main as evaluate
+from poly_epo_trl.commands.agreement import main
+from poly_epo_trl.commands.eval import main as evaluate
 from poly_epo_trl.evaluation.metrics import adjusted_rand_index
 from poly_epo_trl.tasks.sum_pair import HELD_OUT_TOTALS, make_prompt, pair_judge
 

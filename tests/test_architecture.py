@@ -1,5 +1,7 @@
-"""The house's floors (ARCHITECTURE.md): every import between two rooms of poly_epo_trl goes to a lower floor, so
-there are no cycles, the loader and the tasks sit below the trainer, and the demo and entry points are on top."""
+"""The house's floors (ARCHITECTURE.md): every import between two rooms of poly_epo_trl goes to a lower floor, no two
+modules import each other (lazy imports included), the top level holds only leaves, the package face and one
+entry-point package, and the trainer's collaborators are handed what they use instead of reaching each other
+through the trainer."""
 
 import ast
 from pathlib import Path
@@ -10,7 +12,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "poly_epo_trl"
 FLOORS = {
     "constants": 0,
     "registry": 0,
-    "checks": 0,
+    "recipe": 0,
     "text": 0,
     "files": 0,
     "vllm_cpu": 0,
@@ -21,45 +23,69 @@ FLOORS = {
     "rewards": 2,
     "judges": 2,
     "evaluation": 3,
+    "methods": 3,
     "trainer": 4,
     "tasks": 4,
     "assembly": 5,
-    "train": 6,
-    "eval": 6,
-    "plot": 6,
-    "demo": 7,
-    "agreement": 7,
-    "cli": 7,
+    "commands": 6,
 }
+LEAVES = {"constants", "registry", "recipe", "text", "files"}  # the only modules at the top, beside the face
+COLLABORATORS = ["trainer/judging.py", "trainer/keeper.py", "trainer/preemption.py", "methods"]
+REACHED_THROUGH_THE_TRAINER = {"trainer", "judging", "keeper", "method", "method_state"}
 
 
 def room(path: Path) -> str:
     return path.relative_to(PACKAGE).parts[0].removesuffix(".py")
 
 
-def imported_rooms(path: Path) -> set[str]:
-    """The rooms a module imports from (absolute ``poly_epo_trl.x`` or relative), anywhere in the module."""
-    package = path.relative_to(PACKAGE.parent).with_suffix("").parts[:-1]
-    rooms = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def is_module(name: str) -> bool:
+    """Whether ``name`` (dotted, from poly_epo_trl) is a module or package of the source tree."""
+    path = PACKAGE.parent.joinpath(*name.split("."))
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+
+def run_time_nodes(tree: ast.AST):
+    """Every node of ``tree`` but those under ``if TYPE_CHECKING:`` (imports for annotations only)."""
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, ast.If) and getattr(node.test, "id", getattr(node.test, "attr", None)) == "TYPE_CHECKING":
+            yield from (n for child in node.orelse for n in [child, *run_time_nodes(child)])
+            continue
+        yield node
+        yield from run_time_nodes(node)
+
+
+def imported_modules(path: Path, run_time: bool = False) -> set[str]:
+    """The modules of poly_epo_trl a module imports, anywhere in it (lazy imports too; with ``run_time``, not those
+    for annotations only): ``from x import y`` counts as importing ``x.y`` when that is a module, else ``x``."""
+    package = module_name(path) if path.name == "__init__.py" else module_name(path).rpartition(".")[0]
+    found = set()
+    tree = ast.parse(path.read_text())
+    for node in run_time_nodes(tree) if run_time else ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
             if node.level:
-                base = list(package[: len(package) - node.level + 1])
-                parts = base + (node.module.split(".") if node.module else [])
-                if len(parts) == 1:  # `from .. import x`: the rooms are the names
-                    rooms |= {alias.name for alias in node.names}
-                    continue
-            elif node.module and node.module.startswith("poly_epo_trl."):
-                parts = node.module.split(".")
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                source = ".".join(base + (node.module.split(".") if node.module else []))
             else:
+                source = node.module or ""
+            if not source.startswith("poly_epo_trl"):
                 continue
-            rooms.add(parts[1])
+            for alias in node.names:
+                found.add(f"{source}.{alias.name}" if is_module(f"{source}.{alias.name}") else source)
         elif isinstance(node, ast.Import):
-            rooms |= {a.name.split(".")[1] for a in node.names if a.name.startswith("poly_epo_trl.")}
-    return rooms
+            found |= {alias.name for alias in node.names if alias.name.startswith("poly_epo_trl")}
+    return {name for name in found if is_module(name)} - {module_name(path)}
 
 
 MODULES = sorted(p for p in PACKAGE.rglob("*.py") if p.name != "__init__.py" or p.parent != PACKAGE)
+
+
+def rooms_imported(path: Path) -> set[str]:
+    return {name.split(".")[1] for name in imported_modules(path) if name.count(".") >= 1}
 
 
 def test_every_room_has_a_floor():
@@ -67,20 +93,82 @@ def test_every_room_has_a_floor():
     assert rooms == set(FLOORS), rooms ^ set(FLOORS)
 
 
+def test_the_top_level_holds_leaves_the_face_and_packages():
+    files = {p.stem for p in PACKAGE.glob("*.py")} - {"__init__"}
+    assert files == LEAVES, files ^ LEAVES
+    assert all(FLOORS[leaf] == 0 for leaf in LEAVES)
+
+
 @pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_imports_go_down(path):
     here = room(path)
-    for other in imported_rooms(path) - {here}:
+    for other in rooms_imported(path) - {here}:
         assert FLOORS[other] < FLOORS[here], f"{path.relative_to(PACKAGE)} ({here}) imports {other}, not below it"
 
 
+def test_no_two_modules_import_each_other():
+    """No cycle among the modules, counting every import statement that runs, wherever it is (a lazy import in a
+    function is still a dependency; one under ``if TYPE_CHECKING:`` never runs). A package's __init__ counts as the
+    module of that package."""
+    graph = {module_name(p): imported_modules(p, run_time=True) for p in PACKAGE.rglob("*.py")}
+    state: dict[str, int] = {}
+
+    def visit(name: str, trail: list[str]) -> None:
+        state[name] = 1
+        for other in sorted(graph.get(name, ())):
+            if state.get(other) == 1:
+                cycle = [*trail[trail.index(other) :], other] if other in trail else [name, other]
+                raise AssertionError(" -> ".join(cycle))
+            if other not in state:
+                visit(other, [*trail, other])
+        state[name] = 2
+
+    for name in sorted(graph):
+        if name not in state:
+            visit(name, [name])
+
+
+def collaborator_modules() -> list[Path]:
+    paths = []
+    for spec in COLLABORATORS:
+        target = PACKAGE / spec
+        paths += sorted(target.glob("*.py")) if target.is_dir() else [target]
+    return paths
+
+
+@pytest.mark.parametrize("path", collaborator_modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_collaborators_are_handed_what_they_use(path):
+    """The judging, the keeper, the preemption guard and the methods take no trainer, and read no collaborator
+    through one: no parameter named ``trainer``, no ``trainer.x``, no ``x.judging`` / ``x.keeper`` / ``x.method``."""
+    tree = ast.parse(path.read_text())
+    where = path.relative_to(PACKAGE)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.arg):
+            assert node.arg != "trainer", f"{where}:{node.lineno} takes the trainer"
+        if isinstance(node, ast.Attribute):
+            assert node.attr not in REACHED_THROUGH_THE_TRAINER, f"{where}:{node.lineno} reads .{node.attr}"
+            assert not (isinstance(node.value, ast.Name) and node.value.id == "trainer"), f"{where}:{node.lineno}"
+
+
+def test_entry_points_import_the_package_by_absolute_paths():
+    """The modules of commands/ also run under their older names (``python -m poly_epo_trl.train``), where a
+    relative import would resolve against the wrong package."""
+    for path in sorted((PACKAGE / "commands").rglob("*.py")):
+        if path.name == "__init__.py" and path.parent == PACKAGE / "commands":
+            continue
+        relative = [
+            n.lineno for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.ImportFrom) and n.level
+        ]
+        assert relative == [], f"{path.relative_to(PACKAGE)} imports relatively at lines {relative}"
+
+
 def test_only_shared_data_reads_the_folder_beside_the_clone():
-    """A user's clone has no ../shared: every test that reads it goes through tests/shared_data.py, whose marker
-    ``make test-clone`` runs without it."""
+    """A user's clone has no ../shared: every test that reads it goes through tests/helpers/shared_data.py, whose
+    marker ``make test-clone`` runs without it."""
     tests = Path(__file__).resolve().parent
     readers = [
-        path.name
-        for path in sorted(tests.glob("*.py"))
+        str(path.relative_to(tests))
+        for path in sorted(tests.rglob("*.py"))
         if path.name not in ("shared_data.py", Path(__file__).name) and '"shared"' in path.read_text()
     ]
     assert readers == []

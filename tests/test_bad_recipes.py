@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from poly_epo_trl import eval as evaluate
-from poly_epo_trl.train import main
+from poly_epo_trl.commands import eval as evaluate
+from poly_epo_trl.commands.train import main
 
 ROOT = Path(__file__).resolve().parent.parent
 RECIPE = (ROOT / "recipes/tiny/poly_epo/config_cpu.yaml").read_text()
@@ -196,6 +196,7 @@ def test_a_bad_eval_recipe_stops_at_the_door(text, word, tmp_path, capsys, monke
 
 def test_eval_checkpoint_without_a_model_names_the_latest_checkpoint(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(ROOT)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     for step in (2, 10):
         (tmp_path / "run" / f"checkpoint-{step}").mkdir(parents=True)
     (tmp_path / "afile").write_text("x")
@@ -204,7 +205,7 @@ def test_eval_checkpoint_without_a_model_names_the_latest_checkpoint(tmp_path, c
         (["--model_name_or_path", str(tmp_path / "run")], "latest checkpoint is '" + str(tmp_path / "run")),
         (["--model_name_or_path", str(tmp_path / "run" / "checkpoint-2")], "no model in this folder"),
         (["--output_dir", str(tmp_path / "afile" / "out")], "is a file, not a folder"),
-        (["--model_name_or_path", "not-a-hub-model-offline"], "could not be loaded"),
+        (["--model_name_or_path", "not-a-hub-model-offline"], "is not in the Hub cache, and HF_HUB_OFFLINE is set"),
     ]:
         with pytest.raises(SystemExit) as stop:
             evaluate.main([*argv, *extra])

@@ -9,9 +9,9 @@ from pathlib import Path
 import matplotlib.image
 import pytest
 
-from poly_epo_trl import plot
+from poly_epo_trl.commands import plot
+from poly_epo_trl.commands.train import main as train
 from poly_epo_trl.evaluation.curves import curve, log_history, panels_of, run_name
-from poly_epo_trl.train import main as train
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -3,7 +3,7 @@ import json
 import pytest
 from PIL import Image
 
-from poly_epo_trl.demo.run import main
+from poly_epo_trl.commands.demo.run import main
 from poly_epo_trl.tasks.sum_pair import is_correct, pair_judge, parse_pair, sum_pair_reward
 
 
@@ -50,7 +50,7 @@ def test_fast_demo_produces_table_json_and_plot(tmp_path, capsys):
 def test_demo_numbers_are_what_poly_epo_eval_reports(tmp_path):
     """The demo's final evaluation is the library's: poly-epo eval on the demo's saved model, with the same samples
     per problem and seed, reports the same pass@k and distinct correct clusters."""
-    from poly_epo_trl.eval import main as evaluate
+    from poly_epo_trl.commands.eval import main as evaluate
 
     out = tmp_path / "demo"
     report = main(

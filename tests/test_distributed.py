@@ -16,10 +16,14 @@ def run_two_processes(
     tmp_path, rows_per_rank: int, num_generations: int, set_size: int, port: int, fail_rank: int = -1
 ) -> list[dict]:
     model_dir = save_tiny_model(tmp_path / "model")
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": f"{HERE}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    env = {
+        **os.environ,
+        "OMP_NUM_THREADS": "1",
+        "PYTHONPATH": f"{HERE / 'helpers'}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+    }
     command = [
         sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", str(port),
-        str(HERE / "distributed_run.py"), str(model_dir), str(tmp_path),
+        str(HERE / "helpers" / "distributed_run.py"), str(model_dir), str(tmp_path),
         str(rows_per_rank), str(num_generations), str(set_size), str(fail_rank),
     ]  # fmt: skip
     result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)

@@ -13,16 +13,16 @@ from pathlib import Path
 import pytest
 import torch
 import trl
-import yaml
 from agents import save_tool_model
 from tiny import SMALL, save_tiny_model, toy_dataset
 from transformers import AutoTokenizer, Qwen3Config, Qwen3ForSequenceClassification
 from trl import GRPOConfig
+from trl_recipes import conversational_math, trl_recipe, write_yaml
 
 from poly_epo_trl import GRPODivTrainer, PolyEPOConfig, PolyEPOTrainer
 from poly_epo_trl.advantages import scale_advantages
+from poly_epo_trl.commands.train import main
 from poly_epo_trl.tasks.sum_pair import sum_pair_reward
-from poly_epo_trl.train import main
 
 ROOT = Path(__file__).resolve().parents[1]
 TRL_SCRIPT = Path(trl.__file__).parent / "scripts" / "grpo.py"
@@ -39,43 +39,6 @@ QUESTIONS = {"a": [(1, 2), (3, 4), (5, 6), (2, 2)], "b": [(7, 1), (9, 9), (4, 4)
 def chat_model(tmp_path_factory) -> Path:
     """A tiny chat model: byte-level tokens and Qwen3's chat template, random weights."""
     return save_tool_model(tmp_path_factory.mktemp("chat") / "model")
-
-
-def conversational_math(folder: Path, pairs: list[tuple[int, int]]) -> Path:
-    """A local dataset in TRL's standard conversational format: a `prompt` conversation and a `solution`, as
-    `trl grpo`'s accuracy_reward reads it."""
-    folder.mkdir(parents=True, exist_ok=True)
-    with (folder / "train.jsonl").open("w") as file:
-        for x, y in pairs:
-            question = f"What is {x} + {y}? Think inside <think></think>, then answer in \\boxed{{}}."
-            file.write(
-                json.dumps({"prompt": [{"role": "user", "content": question}], "solution": f"${x + y}$"}) + "\n"
-            )
-    return folder
-
-
-def trl_recipe(model: Path, out: Path, **keys) -> dict:
-    """A recipe as `trl grpo` takes it (TRL's keys and reward names), sized for two CPU steps."""
-    return {
-        "model_name_or_path": str(model),
-        "reward_funcs": ["accuracy_reward", "think_format_reward"],
-        "num_generations": 8,
-        "per_device_train_batch_size": 8,
-        "max_steps": 2,
-        "max_completion_length": 12,
-        "logging_steps": 1,
-        "report_to": "none",
-        "save_strategy": "no",
-        "use_cpu": True,
-        "bf16": False,
-        "output_dir": str(out),
-        **keys,
-    }
-
-
-def write_yaml(path: Path, recipe: dict) -> Path:
-    path.write_text(yaml.safe_dump(recipe))
-    return path
 
 
 # ------------------------------------------------------------------------------------------ a script's GRPOConfig
@@ -100,7 +63,7 @@ def test_a_scripts_grpo_config_is_kept_and_the_set_settings_come_from_keywords(t
     assert "poly_epo/set_score" in logged and "judge/groups" in logged
     # the set advantages, divided by their group's std as the script's scale_rewards='group' asks
     batch = trainer.last_set_batch
-    unscaled, _ = trainer.method.advantages(batch.rewards, batch.cluster_ids, trainer.settings)
+    unscaled, _ = trainer.method.fn(batch, trainer.settings)
     expected = scale_advantages(unscaled, "group", ~torch.isnan(batch.rewards))
     torch.testing.assert_close(batch.advantages, expected)
 
@@ -285,7 +248,16 @@ def test_accelerate_options_launch_accelerate(tmp_path):
 
 
 def test_an_unknown_accelerate_config_name_is_refused(tmp_path):
-    command = [sys.executable, "-m", "poly_epo_trl.cli", "train", "--accelerate_config", "zero9", "--config", "x.yaml"]
+    command = [
+        sys.executable,
+        "-m",
+        "poly_epo_trl.cli",
+        "train",
+        "--accelerate_config",
+        "zero9",
+        "--config",
+        "x.yaml",
+    ]
     result = subprocess.run(command, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=120)
     assert result.returncode == 2 and "zero9 is neither a file nor a valid config" in result.stderr
     assert "Traceback" not in result.stderr
@@ -296,10 +268,10 @@ def test_an_unknown_accelerate_config_name_is_refused(tmp_path):
 
 @pytest.fixture
 def hub(tmp_path):
-    """The Hub's upload API, stood in for by `tests/hub_server.py` on loopback: (its endpoint, its store)."""
+    """The Hub's upload API, stood in for by `tests/helpers/hub_server.py` on loopback: (its endpoint, its store)."""
     store = tmp_path / "hub"
     server = subprocess.Popen(
-        [sys.executable, str(ROOT / "tests" / "hub_server.py"), "--port", "0", "--store", str(store)],
+        [sys.executable, str(ROOT / "tests" / "helpers" / "hub_server.py"), "--port", "0", "--store", str(store)],
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -316,7 +288,13 @@ def test_push_to_hub_uploads_the_model_and_a_card_naming_poly_epo_the_judge_and_
     (here through real huggingface_hub calls to a stand-in of the Hub's upload API)."""
     endpoint, store = hub
     out = tmp_path / "out"
-    command = [sys.executable, "-m", "poly_epo_trl.train", "--config", "recipes/tiny/poly_epo/config_cpu.yaml"]
+    command = [
+        sys.executable,
+        "-m",
+        "poly_epo_trl.train",
+        "--config",
+        "recipes/tiny/poly_epo/config_cpu.yaml",
+    ]
     command += ["--max_steps", "1", "--output_dir", str(out), "--push_to_hub", "true"]
     command += ["--hub_model_id", "lab/tiny-poly-epo"]
     env = {**ENV, "HF_HUB_OFFLINE": "0", "HF_ENDPOINT": endpoint, "HF_TOKEN": "hf_standin", "HF_HOME": str(tmp_path)}

@@ -8,9 +8,9 @@ from types import SimpleNamespace
 import pytest
 from accelerate.utils import DistributedType
 
-from poly_epo_trl.checks import RecipeError
+from poly_epo_trl.commands.train import main
 from poly_epo_trl.models import resolve_model
-from poly_epo_trl.train import main
+from poly_epo_trl.recipe import RecipeError
 from poly_epo_trl.trainer.engines import Engine, asked_engine, engine_mismatch, engine_of
 from poly_epo_trl.trainer.resume import finished_step
 

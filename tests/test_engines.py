@@ -39,7 +39,7 @@ pytestmark = [
 ROOT = Path(__file__).resolve().parent.parent
 CONFIGS = ROOT / "recipes" / "accelerate_configs"
 RECIPE = "recipes/tiny/poly_epo/config_cpu.yaml"
-SHIM = ROOT / "tests" / "fsdp_on_cpu.py"
+SHIM = ROOT / "tests" / "helpers" / "fsdp_on_cpu.py"
 ENGINES = {  # name: (accelerate config, what the run must say it uses)
     "ddp": ("ddp.yaml", "DDP"),
     "zero2": ("zero2.yaml", "DeepSpeed ZeRO-2"),
@@ -66,7 +66,7 @@ ENV = {
     "TOKENIZERS_PARALLELISM": "false",
     "WANDB_MODE": "disabled",
     "PYTHONFAULTHANDLER": "1",  # a process that dies of a signal prints every thread's Python stack into the log
-    "PYTHONPATH": f"{ROOT / 'tests'}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+    "PYTHONPATH": f"{ROOT / 'tests' / 'helpers'}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
 }
 TIMING = ("step_time", "judge/seconds", "judge/wait_seconds", "train_runtime", "_per_second", "latency")
 # Measured equal to DDP at every step and in the final weights: ZeRO-2 always, FSDP2 on the full model.

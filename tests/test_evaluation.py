@@ -16,9 +16,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from matplotlib.image import imread
+from tiny import save_tiny_model
 
 from poly_epo_trl.assembly import EvalArguments
-from poly_epo_trl.eval import parse
+from poly_epo_trl.commands.eval import parse
 from poly_epo_trl.evaluation.metrics import majority_at_k, majority_correct
 from poly_epo_trl.evaluation.report import bootstrap_mean, problem_metrics, summarize, vote_share_calibration
 from poly_epo_trl.evaluation.sampling import SamplingSettings, choose_backend, vllm_sampling_kwargs
@@ -26,7 +27,6 @@ from poly_epo_trl.evaluation.scoring import Scorer
 from poly_epo_trl.evaluation.store import SampleStore
 from poly_epo_trl.judges import AnswerJudge
 from poly_epo_trl.rewards import resolve_reward
-from tests.tiny import save_tiny_model
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO_EVAL = "recipes/tiny/eval/config_demo.yaml"
@@ -213,7 +213,7 @@ def test_a_killed_evaluation_resumes_without_resampling(tmp_path):
         return poly_epo_command("eval", *args, "--model_name_or_path", "demo=builtin:demo")
 
     killed, whole = tmp_path / "killed", tmp_path / "whole"
-    slow = "tests.slow_reward:slow_sum_pair_reward"  # 0.4 s per problem: time to kill the run mid-way
+    slow = "tests.helpers.slow_reward:slow_sum_pair_reward"  # 0.4 s per problem: time to kill the run mid-way
     process = subprocess.Popen(command(killed, slow), cwd=ROOT, env=ENV, stdout=subprocess.DEVNULL)
     scores = killed / "demo" / "scores.jsonl"
     deadline = time.time() + 120

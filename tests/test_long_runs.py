@@ -18,67 +18,15 @@ import time
 from pathlib import Path
 
 import pytest
-from safetensors.torch import load_file
+from training_run import BASE, ENV, RECIPE, ROOT, Run, max_difference
 
-from poly_epo_trl import agreement
+from poly_epo_trl.commands import agreement
 from poly_epo_trl.judges.audit import read_audit
 
-ROOT = Path(__file__).resolve().parent.parent
-RECIPE = "recipes/tiny/poly_epo/config_cpu.yaml"
-BASE = ["--max_steps", "40", "--save_strategy", "steps", "--save_steps", "10", "--logging_steps", "1"]
 # TRL trains 2 steps on each buffered generation batch, each batch twice, over 2 accumulated micro-batches
 BUFFERED = ["--steps_per_generation", "2", "--num_iterations", "2", "--gradient_accumulation_steps", "2"]
 BUFFERED += ["--per_device_train_batch_size", "32"]
 SHAPES = {"plain": [], "buffered": BUFFERED}
-ENV = {
-    **os.environ,
-    "OMP_NUM_THREADS": "1",
-    "HF_HUB_OFFLINE": "1",
-    "TOKENIZERS_PARALLELISM": "false",
-    "PYTHONPATH": str(ROOT / "tests"),
-}
-
-
-class Run:
-    """``python -m poly_epo_trl.train`` as a child process, counting the steps it has logged."""
-
-    def __init__(self, output_dir: Path, *extra: str) -> None:
-        argv = [sys.executable, "-m", "poly_epo_trl.train", "--config", RECIPE, *BASE, *extra]
-        argv += ["--output_dir", str(output_dir)]
-        self.process = subprocess.Popen(
-            argv, cwd=ROOT, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-        )
-        self.steps = 0
-        self.lines: list[str] = []
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
-
-    def _read(self) -> None:
-        for line in self.process.stdout:
-            self.lines.append(line)
-            self.steps += line.count("'loss':")
-
-    def wait_for_step(self, step: int, timeout: float = 300) -> None:
-        deadline = time.monotonic() + timeout
-        while self.steps < step:
-            assert self.process.poll() is None, self.output()
-            assert time.monotonic() < deadline, f"no step {step} in {timeout} s"
-            time.sleep(0.005)
-
-    def finish(self, timeout: float = 300) -> int:
-        code = self.process.wait(timeout)
-        self.reader.join(10)
-        return code
-
-    def output(self) -> str:
-        return "".join(self.lines)
-
-    def sigterm(self) -> tuple[int, float, str]:
-        """Send SIGTERM and wait: the exit code, the seconds from the signal to the exit, the whole output."""
-        sent = time.monotonic()
-        self.process.send_signal(signal.SIGTERM)
-        code = self.finish()
-        return code, time.monotonic() - sent, self.output()
 
 
 def stopped_step(output: str) -> int:
@@ -93,12 +41,6 @@ def assert_same_audit(reference: Path, resumed: Path) -> None:
     assert len({(r["step"], r["group"]) for r in timeless[0]}) == len(timeless[0]) > 0
     assert max(r["step"] for r in timeless[0]) >= 39  # the last generation: step 40, or 39 when batches serve 2 steps
     assert timeless[1] == timeless[0]
-
-
-def max_difference(a: Path, b: Path) -> float:
-    left, right = load_file(a), load_file(b)
-    assert left.keys() == right.keys()
-    return max((left[k].double() - right[k].double()).abs().max().item() for k in left)
 
 
 @pytest.fixture(scope="module")
@@ -265,7 +207,15 @@ def test_a_full_disk_stops_with_a_clear_error_and_keeps_the_last_good_checkpoint
 def test_two_processes_stop_after_the_same_step_when_only_one_is_signalled(tmp_path):
     """torchrun with 2 processes; SIGTERM reaches rank 1 only: both stop after the same step, the checkpoint holds
     both ranks' state, and the same command resumes from it and finishes."""
-    argv = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "-m", "poly_epo_trl.train"]
+    argv = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc_per_node",
+        "2",
+        "-m",
+        "poly_epo_trl.train",
+    ]
     argv += ["--config", RECIPE, *BASE, "--per_device_train_batch_size", "32", "--output_dir", str(tmp_path)]
     launcher = subprocess.Popen(argv, cwd=ROOT, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     lines: list[str] = []

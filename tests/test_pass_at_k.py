@@ -1,28 +1,12 @@
 """Pass@k Training (Chen et al. 2025, arXiv 2508.10751) is `set_objective: pass_at_n`: its analytic advantage is the
 marginal set advantage of f(G) = max reward, divided by the standard deviation of the set rewards."""
 
-from math import comb
-
 import pytest
 import torch
+from pass_at_k_reference import chen_et_al
 
 from poly_epo_trl import marginal_set_advantages
-from poly_epo_trl.train import main
-
-
-def chen_et_al(correct: torch.Tensor, k: int) -> torch.Tensor:
-    """Pass@k Training's analytic advantages for 0/1 rewards [G, N] (its Section 3, in closed form): with N_neg
-    incorrect of N, the group's pass@k R = 1 - C(N_neg, k) / C(N, k), sigma = sqrt(R (1 - R)),
-    A_pos = (1 - R) / sigma, A_neg = (1 - R - C(N_neg - 1, k - 1) / C(N - 1, k - 1)) / sigma."""
-    rows = []
-    for group in correct.tolist():
-        n, negatives = len(group), group.count(0.0)
-        mean = 1 - comb(negatives, k) / comb(n, k)
-        sigma = (mean * (1 - mean)) ** 0.5
-        positive = (1 - mean) / sigma
-        negative = (1 - mean - comb(negatives - 1, k - 1) / comb(n - 1, k - 1)) / sigma
-        rows.append([positive if r == 1.0 else negative for r in group])
-    return torch.tensor(rows, dtype=torch.float64)
+from poly_epo_trl.commands.train import main
 
 
 def varied(correct: torch.Tensor, k: int) -> torch.Tensor:
@@ -64,7 +48,7 @@ def test_the_pass_at_k_recipe_trains_on_cpu_with_the_papers_advantages(tmp_path)
     k = trainer.settings.set_size
     mixed = varied(batch.rewards, k)
     assert mixed.sum() >= 1 and set(batch.rewards.unique().tolist()) <= {0.0, 1.0}
-    _, set_means = trainer.method.advantages(batch.rewards, batch.cluster_ids, trainer.settings)
+    _, set_means = marginal_set_advantages(batch.rewards, batch.cluster_ids, k, "pass_at_n", return_baseline=True)
     ours = divided_by_set_std(batch.advantages[mixed], set_means[mixed])
     torch.testing.assert_close(ours, chen_et_al(batch.rewards[mixed], k).to(ours.dtype))  # to float32 precision
     assert (batch.advantages[~mixed].abs() < 1e-6).all()

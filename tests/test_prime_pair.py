@@ -65,7 +65,7 @@ def test_demo_trains_and_evaluates_the_task_it_names(tmp_path):
     table scores Goldbach partitions (the warm start's pass@1 is far below its 0.7 on the toy task)."""
     import json
 
-    from poly_epo_trl.demo.run import main
+    from poly_epo_trl.commands.demo.run import main
 
     out = tmp_path / "demo"
     argv = ["--task", "prime_pair", "--out", str(out), "--steps", "1", "--curve-every", "1", "--methods", "poly_epo"]

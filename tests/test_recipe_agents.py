@@ -14,7 +14,8 @@ import yaml
 from agents import NOTES_SEEN, Lamp, save_tool_model
 
 from poly_epo_trl import PolyEPOConfig, PolyEPOTrainer
-from poly_epo_trl.demo.agent import AGENT
+from poly_epo_trl.commands.demo.agent import AGENT
+from poly_epo_trl.commands.train import main, parse
 from poly_epo_trl.evaluation.episodes import Agent, EpisodeSampler
 from poly_epo_trl.evaluation.report import summarize
 from poly_epo_trl.evaluation.runner import episode_metrics
@@ -22,7 +23,6 @@ from poly_epo_trl.evaluation.sampling import SamplingSettings
 from poly_epo_trl.evaluation.scoring import Scorer
 from poly_epo_trl.tasks.goldbach_agent import GoldbachEnvironment, plan_judge, warm_start_model
 from poly_epo_trl.tasks.goldbach_agent import rows as goldbach_rows
-from poly_epo_trl.train import main, parse
 
 ROOT = Path(__file__).resolve().parent.parent
 AGENT_RECIPE = "recipes/tiny/poly_epo/config_agent_cpu.yaml"
@@ -55,7 +55,15 @@ def test_the_agent_recipe_trains_on_two_processes(tmp_path):
     episodes on each of 5 held-out sums (3 on one rank, 2 on the other); at step 0 its numbers are those of the
     same episodes played in one process here."""
     out = tmp_path / "out"
-    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "-m", "poly_epo_trl.train"]
+    command = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc_per_node",
+        "2",
+        "-m",
+        "poly_epo_trl.train",
+    ]
     command += ["--config", AGENT_RECIPE, "--max_steps", "2", "--logging_steps", "1"]
     command += ["--per_device_train_batch_size", "12", "--output_dir", str(out)]
     command += ["--eval_dataset_name", "builtin:goldbach_agent", "--eval_steps", "1", "--eval_num_samples", "8"]

@@ -13,9 +13,9 @@ from leetcode_problems import PROBLEMS, SETUP
 from shared_data import LEETCODE
 
 from poly_epo_trl.rewards import CodeReward, SandboxLimits, SandboxUnavailable, extract_code, plan_tests
+from poly_epo_trl.rewards.assertions import BadTests, CallPlan, StdioPlan, tree_level_order
 from poly_epo_trl.rewards.code import _frame, code_blocks
 from poly_epo_trl.rewards.sandbox import _UID_BASE, check_bwrap
-from poly_epo_trl.rewards.unit_tests import BadTests, CallPlan, StdioPlan, tree_level_order
 
 LIMITS = SandboxLimits(timeout_seconds=5, cpu_seconds=5, memory_mb=512, max_output_bytes=1 << 16)
 
@@ -490,15 +490,15 @@ def _real_tests() -> str:
 
 def test_parsing_tests_from_many_threads_never_fails_and_the_lock_is_still_needed():
     """Unlocked, ``ast.parse`` from several threads fails on this Python (the day it does not, drop
-    ``unit_tests._AST_PARSE_LOCK``); the code reward's parse, given three times as long, never does."""
+    ``assertions._AST_PARSE_LOCK``); the code reward's parse, given three times as long, never does."""
     import ast
 
-    from poly_epo_trl.rewards.unit_tests import parse_python
+    from poly_epo_trl.rewards.assertions import parse_python
 
     errors, needed = _parse_in_threads(ast.parse, [_real_tests()], seconds=60)
     assert errors and "recursion depth mismatch" in errors[0], (
         "ast.parse ran 60 s in 4 threads without the 'AST constructor recursion depth mismatch' SystemError: this "
-        "Python no longer needs unit_tests._AST_PARSE_LOCK."
+        "Python no longer needs assertions._AST_PARSE_LOCK."
     )
     errors, _ = _parse_in_threads(parse_python, [NESTED, _real_tests()], seconds=max(3 * needed, 5.0))
     assert errors == []

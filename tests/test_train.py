@@ -17,9 +17,9 @@ from bubblewrap import needs_bwrap, skip_without_bwrap
 from shared_data import LEETCODE, needs_leetcode
 
 from poly_epo_trl.assembly import cpu_slowdowns
-from poly_epo_trl.demo.run import DemoSettings
+from poly_epo_trl.commands.demo.run import DemoSettings
+from poly_epo_trl.commands.train import main, parse
 from poly_epo_trl.judges.prompts import response_blocks
-from poly_epo_trl.train import main, parse
 
 ROOT = Path(__file__).resolve().parents[1]
 RECIPES = sorted(p for p in (ROOT / "recipes").glob("*/*/config_*.yaml") if p.parent.name != "eval")
@@ -351,7 +351,7 @@ def test_evaluating_on_training_rows_is_refused_unless_asked(tmp_path, capsys, m
 
 def test_eval_refuses_the_problems_a_checkpoint_trained_on(tmp_path, capsys, monkeypatch):
     """Training saves its problems' fingerprints next to the model; `poly-epo eval` refuses those rows."""
-    from poly_epo_trl import eval as evaluate
+    from poly_epo_trl.commands import eval as evaluate
     from poly_epo_trl.tasks.sum_pair import HELD_OUT_TOTALS, TRAIN_TOTALS, make_prompt
 
     monkeypatch.chdir(ROOT)

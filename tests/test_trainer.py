@@ -182,7 +182,6 @@ def test_lora_and_num_iterations(model_dir, tmp_path):
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [
-        ({"set_size": 8}, "smaller than num_generations"),
         ({"set_size": 0}, "at least"),
         ({"set_objective": "diverse"}, "Unknown set_objective"),
         ({"set_objective": "math:nope"}, "could not be imported"),

@@ -19,7 +19,7 @@ from itertools import combinations
 import torch
 from torch import Tensor
 
-from .objectives import BUILTIN_OBJECTIVES, DEGENERATE_CLUSTER_ID, SetObjective, resolve_objective
+from .objectives import BUILTIN_OBJECTIVES, DEGENERATE_CLUSTER_ID, OBJECTIVES, SetObjective, resolve_objective
 
 ESTIMATORS = ("auto", "closed_form", "enumerate", "sample")
 REDUCTIONS = ("mean", "sum")
@@ -44,10 +44,14 @@ def marginal_set_advantages(
 ) -> Tensor | tuple[Tensor, Tensor]:
     """Marginal set advantages of ``rewards`` [G, N] with strategy labels ``cluster_ids`` [G, N]; returns [G, N].
 
-    NaN rewards mark rollouts that could not be scored: they get advantage 0 and are left out of the sets of their
-    group. A group with fewer than ``set_size`` scorable rollouts gets zeros. With ``return_baseline`` the mean set
-    value f^ of each group ([G], NaN where the group has too few scorable rollouts) is returned as well.
+    ``objective``: a built-in objective's name (closed form), another registered objective's name or
+    ``"package.module:function"``, or a set function f(rewards, cluster_ids). NaN rewards mark rollouts that could
+    not be scored: they get advantage 0 and are left out of the sets of their group. A group with fewer than
+    ``set_size`` scorable rollouts gets zeros. With ``return_baseline`` the mean set value f^ of each group ([G], NaN
+    where the group has too few scorable rollouts) is returned as well.
     """
+    if isinstance(objective, str) and objective not in BUILTIN_OBJECTIVES:
+        objective = OBJECTIVES.get(objective)  # the one lookup of an objective by name
     _check_arguments(rewards, cluster_ids, set_size, objective, reduction, gate, estimator, num_sampled_sets)
     n = set_size
     set_fn = resolve_objective(objective, gate, degenerate_cluster_id)
@@ -96,8 +100,6 @@ def _check_arguments(rewards, cluster_ids, set_size, objective, reduction, gate,
         raise TypeError(f"cluster_ids must be an integer tensor, got {cluster_ids.dtype}.")
     if not 1 <= set_size <= rewards.shape[1]:
         raise ValueError(f"set_size must be between 1 and the group size {rewards.shape[1]}, got {set_size}.")
-    if not callable(objective) and objective not in BUILTIN_OBJECTIVES:
-        raise ValueError(f"Unknown objective {objective!r}: use one of {BUILTIN_OBJECTIVES} or a callable.")
     if reduction not in REDUCTIONS:
         raise ValueError(f"Unknown reduction {reduction!r}: use one of {REDUCTIONS}.")
     if gate and objective != "polychromic":

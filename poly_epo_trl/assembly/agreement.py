@@ -8,12 +8,12 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..checks import RecipeError
 from ..data import format_dataset
 from ..evaluation.runner import sample_missing
 from ..evaluation.store import SampleStore, read_records
 from ..judges.audit import read_audit
 from ..models import resolve_model
+from ..recipe import RecipeError
 from ..tasks import load_rows
 from ..text import prompt_text
 from .evaluation import EvalArguments, make_sampler

@@ -12,12 +12,9 @@ from typing import Any
 
 import torch
 
-from ..checks import RecipeError
 from ..constants import BUILTIN_PREFIX
 from ..data import (
     DatasetArguments,
-    check_model_path,
-    check_output_dir,
     conversational,
     format_dataset,
     load_training_problems,
@@ -30,11 +27,12 @@ from ..evaluation.sampling import BACKENDS, SamplingSettings, TransformersSample
 from ..evaluation.scoring import VOTE_MODES, Scorer
 from ..judges import JudgeSettings
 from ..judges.prompts import describe_tools
-from ..models import resolve_model
+from ..models import check_model_path, resolve_model
+from ..recipe import RecipeError
 from ..rewards import CodeRewardSettings
 from ..tasks import load_rows
 from ..trainer import DrGRPOTrainer, PolyEPOConfig
-from .shared import resolve_rewards
+from .shared import check_output_dir, resolve_rewards
 
 DTYPES = ("auto", "float32", "float16", "bfloat16")
 
@@ -250,8 +248,9 @@ class EvaluationParts:
 
 def assemble_evaluation(args: EvalArguments) -> EvaluationParts:
     """Everything an evaluation needs but the models, checked: the output folder, the checkpoints' paths, the
-    rewards, the judge, the backend, the rows (refused where a checkpoint was trained on them)."""
-    check_output_dir(args.output_dir)
+    rewards, the judge, the backend, the rows (refused where a checkpoint was trained on them). The output folder is
+    made last, so a refused recipe leaves nothing behind."""
+    check_output_dir(args.output_dir, create=False)
     checkpoints = [(label, resolve_model(spec)) for label, spec in args.checkpoints()]
     for label, path in checkpoints:
         check_model_path(path, f"model_name_or_path ({label})")
@@ -272,6 +271,7 @@ def assemble_evaluation(args: EvalArguments) -> EvaluationParts:
     if not rows:
         raise RecipeError("The dataset is empty after formatting.")
     scorer = Scorer(rewards, args.reward_weights, judge, args.vote_answer, args.judge_samples)
+    check_output_dir(args.output_dir)
     return EvaluationParts(args, checkpoints, rows, rewards, scorer, agent)
 
 
@@ -318,7 +318,13 @@ def make_episode_sampler(
     args: EvalArguments, label: str, path: str, agent: dict[str, Any], rewards: list[Any], rows: list[dict[str, Any]]
 ) -> EpisodeSampler:
     """The checkpoint at ``path`` inside the trainer TRL would train this agent with (its tokenizer with TRL's
-    response parser, chat template and tool-result tokens), playing episodes with transformers' ``generate``."""
+    response parser, chat template and tool-result tokens), playing episodes with transformers' ``generate``.
+
+    Why a trainer, which trains nothing here (``DrGRPOTrainer``: no judge): TRL 1.16 makes the tool loop's pieces
+    inside ``GRPOTrainer.__init__`` only, the prefix-preserving chat template it picks per model family, the response
+    parser it attaches to the tokenizer, and the tokens that close a tool result (``_get_tool_suffix_ids``). Making
+    them here would repeat TRL's choices on its private names, so the episodes evaluated could drift from the
+    episodes trained on; building the trainer gives exactly TRL's."""
     from datasets import Dataset
 
     config = PolyEPOConfig(

@@ -6,11 +6,12 @@ import logging
 import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
-from ..checks import RecipeError
 from ..judges import JudgeError
 from ..models import resolve_model
+from ..recipe import RecipeError
 from ..rewards import SandboxUnavailable, resolve_reward
 from ..trainer.preemption import Preempted
 from ..trainer.resume import CheckpointFailed
@@ -54,6 +55,22 @@ def stop(message: str, code: int, once: bool = False) -> NoReturn:
         sys.stderr.write(f"{message}\n")
         sys.stderr.flush()
     raise SystemExit(code)
+
+
+def check_output_dir(path: str, create: bool = True) -> None:
+    """RecipeError when ``output_dir`` cannot be created: a file stands where a folder is needed, or the system
+    refuses the folder (``create``: it is made now, as training would make it; a dry run only looks)."""
+    for parent in [Path(path), *Path(path).parents]:
+        if parent.exists():
+            if not parent.is_dir():
+                raise RecipeError(f"output_dir={path!r}: {str(parent)!r} is a file, not a folder.")
+            break
+    if not create:
+        return
+    try:
+        Path(path).mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise RecipeError(f"output_dir={path!r} cannot be created: {error.strerror or error}.") from None
 
 
 def resolve_rewards(args: Any, weights: list[float] | None) -> list[Any]:

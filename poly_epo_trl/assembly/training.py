@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import logging
 import os
 import shutil
@@ -14,15 +15,13 @@ from typing import Any
 
 from trl import ModelConfig
 
-from ..checks import RecipeError
 from ..constants import BUILTIN_PREFIX
 from ..data import (
     DatasetArguments,
-    check_model_path,
-    check_output_dir,
     conversational,
     drop_long_prompts,
     format_dataset,
+    mixture_columns,
     problem_fingerprints,
     refuse_training_rows,
 )
@@ -33,12 +32,16 @@ from ..evaluation.sampling import SamplingSettings
 from ..evaluation.scoring import VOTE_MODES, Scorer
 from ..judges import JudgePipeline
 from ..judges.prompts import describe_tools
+from ..methods import get_method
+from ..models import check_model_path
+from ..recipe import RecipeError
 from ..rewards import CodeRewardSettings
+from ..rewards.checks import missing_columns
 from ..tasks import load_rows
 from ..trainer import PolyEPOConfig
 from ..trainer.engines import precision_mismatch
-from ..trainer.resume import complete_checkpoints
-from .shared import is_main_process, load_tokenizer, resolve_rewards
+from ..trainer.resume import complete_checkpoints, identity_mismatch
+from .shared import check_output_dir, is_main_process, load_tokenizer, resolve_rewards
 
 logger = logging.getLogger(__name__)
 PROBE_BUDGET_SECONDS = 15.0
@@ -61,7 +64,11 @@ class ScriptArguments(DatasetArguments, CodeRewardSettings, AgentArguments):
     )
     max_train_samples: int | None = field(default=None, metadata={"help": "Keep only the first rows (smoke tests)."})
     trainer: str = field(
-        default="poly_epo", metadata={"help": "'poly_epo', 'grpo' (Dr.GRPO baseline) or 'grpo_div' (GRPO+DIV)."}
+        default="poly_epo",
+        metadata={
+            "help": "The advantage method: 'poly_epo', 'grpo' (Dr.GRPO baseline), 'grpo_div' (GRPO+DIV), another "
+            "registered method, or 'package.module:name' for your own."
+        },
     )
     dry_run: bool = field(
         default=False,
@@ -99,6 +106,13 @@ class ScriptArguments(DatasetArguments, CodeRewardSettings, AgentArguments):
     )
     eval_at_start: bool = field(
         default=False, metadata={"help": "Also evaluate the held-out problems before the first step (step 0)."}
+    )
+    overwrite_output_dir: bool = field(
+        default=False,
+        metadata={
+            "help": "Start afresh in output_dir: its checkpoints are removed first instead of resumed from (a run "
+            "never resumes from another method's checkpoints; it stops and names both)."
+        },
     )
 
     def __post_init__(self) -> None:
@@ -175,8 +189,8 @@ def assemble_training(
     script_args: ScriptArguments, training_args: PolyEPOConfig, model_args: ModelConfig
 ) -> TrainingParts:
     """Everything the trainer needs except the model weights, checked."""
-    check_model_path(model_args.model_name_or_path)
-    check_output_dir(training_args.output_dir)
+    check_model_path(model_args.model_name_or_path, hub_cache=not script_args.dry_run)
+    check_output_dir(training_args.output_dir, create=not script_args.dry_run)
     check_quantization(model_args)
     check_hub(training_args)
     mismatch = precision_mismatch(training_args)
@@ -184,7 +198,7 @@ def assemble_training(
         raise RecipeError(mismatch)
     rewards = resolve_rewards(script_args, training_args.reward_weights)
     if script_args.reward_model_name_or_path:
-        check_model_path(script_args.reward_model_name_or_path, "reward_model_name_or_path")
+        check_model_path(script_args.reward_model_name_or_path, "reward_model_name_or_path", not script_args.dry_run)
         if script_args.eval_dataset_name:
             raise RecipeError(
                 "reward_model_name_or_path with eval_dataset_name: the held-out evaluation scores with reward "
@@ -211,10 +225,12 @@ def assemble_training(
             f"dataset_name={script_args.dataset_name!r} has no rows in split {script_args.dataset_train_split!r} "
             "(dataset_train_split)."
         )
+    check_reward_columns(rewards, dataset, script_args)
     judge = None
-    if script_args.trainer != "grpo" and training_args.judge is None:
+    method = get_method(script_args.trainer)
+    if method.needs_judge and training_args.judge is None:
         raise RecipeError(f"trainer={script_args.trainer!r} needs a judge: set judge (e.g. 'answer', 'embedding').")
-    if training_args.judge is not None and (script_args.trainer != "grpo" or script_args.eval_dataset_name):
+    if training_args.judge is not None and (method.needs_judge or script_args.eval_dataset_name):
         tools = describe_tools(agent_tools(agent)) if agent else None  # what the agent could call, as TRL offers it
         try:
             judge = training_args.make_judge(tools=tools)
@@ -247,6 +263,30 @@ def assemble_training(
         eval_table = load_rows(script_args, script_args.dataset_test_split)
         eval_dataset = format_dataset(eval_table, script_args, script_args.eval_max_problems, keep=keep)
     return TrainingParts(rewards, dataset, judge, eval_rows, trained, agent, eval_dataset)
+
+
+def check_reward_columns(rewards: list[Any], dataset: Any, script_args: ScriptArguments) -> None:
+    """RecipeError for a reward that reads a column the training rows lack, or that one dataset of a mixture lacks
+    (its rows would reach the reward as None and earn nothing, silently)."""
+    missing = missing_columns(rewards, dataset.column_names)
+    if missing:
+        reward, column = missing[0]
+        raise RecipeError(
+            f"reward {reward!r} reads the column {column!r}, which the training rows lack (their columns: "
+            f"{dataset.column_names}): point the data at a table that has it, or drop the reward."
+        )
+    if not script_args.datasets:
+        return
+    for i, columns in enumerate(mixture_columns(json.dumps(script_args.datasets, sort_keys=True))):
+        missing = missing_columns(rewards, columns)
+        if missing:
+            reward, column = missing[0]
+            entry = script_args.datasets[i]
+            raise RecipeError(
+                f"datasets[{i}] (path {entry['path']!r}) has no column {column!r}, which reward {reward!r} reads (its "
+                f"columns: {columns}): its rows would reach the reward as None and earn nothing. Give every dataset "
+                "of the mixture the columns the rewards read (rename them in the data), or drop that dataset."
+            )
 
 
 def check_hub(training_args: PolyEPOConfig) -> None:
@@ -346,13 +386,32 @@ def cpu_slowdowns(training_args: PolyEPOConfig, cuda_available: bool) -> list[st
     return found
 
 
-def resume_checkpoint(training_args: PolyEPOConfig) -> str | bool | None:
-    """``resume_from_checkpoint`` when set, else the last complete ``checkpoint-N`` in ``output_dir`` (as open-r1's
-    scripts do), so a run started again after a crash continues where it stopped. Checkpoints left incomplete by a
-    crash while saving are named and, on the main process, removed: they can never be resumed from."""
-    if training_args.resume_from_checkpoint is not None:
-        return training_args.resume_from_checkpoint
-    complete, incomplete = complete_checkpoints(training_args.output_dir, int(os.environ.get("WORLD_SIZE", "1")))
+def resume_checkpoint(training_args: PolyEPOConfig, identity: dict[str, Any] | None = None) -> str | bool | None:
+    """``resume_from_checkpoint`` when set (RecipeError when it is not there), else the last complete
+    ``checkpoint-N`` in ``output_dir`` (as open-r1's scripts do), so a run started again after a crash continues
+    where it stopped. Checkpoints left incomplete by a crash while saving are named and, on the main process,
+    removed: they can never be resumed from. A checkpoint another method wrote (``identity``: this run's,
+    ``trainer.resume.run_identity``) stops the run, on every process alike, before it resumes from it or counts
+    it as done."""
+    given = training_args.resume_from_checkpoint
+    if given is not None:
+        if isinstance(given, str) and given.lower() not in ("true", "false") and not os.path.isdir(given):
+            raise RecipeError(f"resume_from_checkpoint={given!r}: no such folder. Name a checkpoint-N folder.")
+        checkpoint = given
+    else:
+        checkpoint = last_complete_checkpoint(training_args.output_dir)
+    if isinstance(checkpoint, str) and identity is not None and (mismatch := identity_mismatch(checkpoint, identity)):
+        raise RecipeError(
+            f"{mismatch} Use another output_dir for this run, or set overwrite_output_dir: true to start afresh in "
+            f"{training_args.output_dir} (its checkpoints are removed first)."
+        )
+    return checkpoint
+
+
+def last_complete_checkpoint(output_dir: str) -> str | None:
+    """The last complete ``checkpoint-N`` of ``output_dir`` (incomplete ones named and, on the main process,
+    removed), or None."""
+    complete, incomplete = complete_checkpoints(output_dir, int(os.environ.get("WORLD_SIZE", "1")))
     for path, reason in incomplete:
         print(f"skipping {path}: incomplete ({reason}), a save that did not finish", flush=True)
         if is_main_process():

@@ -9,9 +9,9 @@ modules are the judges, the LM judges' prompts, ``resilience`` (retries, breaker
 
 from ..text import last_boxed
 from .answer import AnswerJudge, final_answer
+from .anthropic import AnthropicJudge
 from .base import ClusteringJudge, Clusters, normalize_labels
 from .cache import JudgeCache
-from .claude import AnthropicJudge
 from .errors import (
     CircuitOpen,
     ConnectFailed,
@@ -29,7 +29,6 @@ from .errors import (
 )
 from .http import redact_url, split_base_url
 from .llm import STRUCTURED_OUTPUTS, LMJudge, LMOptions, Reply
-from .local_lm import TransformersJudge
 from .loop import JudgeLoop
 from .metrics import step_metrics
 from .openai_server import OpenAICompatibleJudge, ServerOptions
@@ -40,6 +39,7 @@ from .resilience import AdaptiveConcurrency, CircuitBreaker, RetryPolicy
 from .settings import JudgeSettings
 from .simple import CallableJudge, DistinctJudge, clusters_by
 from .specs import JUDGE_SPECS, JUDGES, JudgeSpec, pipeline_of
+from .transformers import TransformersJudge
 
 __all__ = [
     "FALLBACKS",

@@ -1,9 +1,11 @@
 """The clustering-judge interface: a prompt and its N completions in, N strategy ids out (100 = degenerate). What a
 user writes: ``acluster`` (and, if the judge reads completions its own way, ``view``). The pipeline around a judge
-(its chain, fallback, waiting out outages, a batch's concurrency) is ``pipeline.JudgePipeline``."""
+(its chain, fallback, waiting out outages, counters) is ``pipeline.JudgePipeline``, which calls ``answer``; a judge
+alone is called as ``judge(prompt, completions)`` or ``judge.cluster_groups(groups)``."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -12,6 +14,7 @@ from typing import Any
 
 from ..constants import DEGENERATE_CLUSTER_ID
 from ..text import TOOL_RESULT_CHARS, is_trajectory, trajectory_text
+from .loop import JudgeLoop
 
 Group = tuple[str, Sequence[Any]]  # (problem, completions: strings, or lists of chat messages for agents)
 JudgeFn = Callable[[str, list[str]], list[int]]
@@ -39,7 +42,7 @@ class Clusters:
     none) per completion. ``acluster`` returns this, or the ids alone."""
 
     ids: list[int]
-    strategies: list[str | None]
+    strategies: list[str | None] | None
 
 
 class ClusteringJudge:
@@ -119,11 +122,29 @@ class ClusteringJudge:
         latencies, self.latencies = self.latencies, []
         return latencies
 
-    def cluster_groups(self, groups: Sequence[Group]) -> list[list[int] | None]:
-        """Judge a batch of groups through a pipeline of this judge alone (no chain; a failure raises)."""
-        from .pipeline import JudgePipeline
+    async def answer(self, prompt: str, completions: Sequence[Any]) -> Clusters:
+        """One group's verdict as a pipeline takes it: ``acluster`` of this judge's views of the completions, the ids
+        checked and renumbered (``check_labels``), the strategies checked (None where the judge named none)."""
+        answer = await self.acluster(prompt, self.views(completions))
+        named = isinstance(answer, Clusters)
+        labels = self.check_labels(answer.ids if named else answer, len(completions))
+        strategies = self.check_strategies(answer.strategies, len(completions)) if named else None
+        return Clusters(labels, strategies)
 
-        return JudgePipeline(self).cluster_groups(groups)
+    def cluster_groups(self, groups: Sequence[Group]) -> list[list[int]]:
+        """Judge a batch of groups with this judge alone (no chain, no fallback: a failure raises),
+        ``group_concurrency`` at once on the judge loop; one list of ids per group."""
 
-    def __call__(self, prompt: str, completions: list[str]) -> list[int] | None:
+        async def judge_all() -> list[list[int]]:
+            semaphore = asyncio.Semaphore(self.group_concurrency())
+
+            async def one(prompt: str, completions: Sequence[Any]) -> list[int]:
+                async with semaphore:
+                    return (await self.answer(prompt, list(completions))).ids
+
+            return list(await asyncio.gather(*(one(prompt, completions) for prompt, completions in groups)))
+
+        return JudgeLoop.submit(judge_all()).result() if groups else []
+
+    def __call__(self, prompt: str, completions: list[str]) -> list[int]:
         return self.cluster_groups([(prompt, completions)])[0]

@@ -3,7 +3,7 @@
 ``LMJudge`` renders the template, asks the model (``request``: one call, implemented per backend) through the
 retry budget, circuit breaker and adaptive concurrency of ``resilience``, reads the ids from the JSON reply, re-asks
 once with the validation error quoted back when the reply is invalid, and caches answers on disk. Backends: any
-OpenAI-compatible server (``openai_server``), Claude (``claude``), a local transformers model (``local_lm``).
+OpenAI-compatible server (``openai_server``), Claude (``anthropic``), a local transformers model (``transformers``).
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .base import ClusteringJudge, Clusters, Group
+from .base import ClusteringJudge, Group
 from .errors import CircuitOpen, JudgeError, ServiceError
 from .loop import JudgeLoop
 from .outage import OutageWait, RateLimitedWarning
@@ -89,10 +89,7 @@ class JudgePipeline:
             own_error: Exception | None = None
             for judge in (self.judge, *self.chain):
                 try:
-                    answer = await judge.acluster(prompt, judge.views(completions))
-                    named = isinstance(answer, Clusters)
-                    labels = judge.check_labels(answer.ids if named else answer, len(completions))
-                    strategies = judge.check_strategies(answer.strategies, len(completions)) if named else None
+                    answer = await judge.answer(prompt, completions)
                 except JUDGING_FAILURES as error:
                     self.stats[f"failed/{judge.name}"] += 1
                     own_error = error if judge is self.judge else own_error
@@ -103,7 +100,9 @@ class JudgePipeline:
                 else:
                     self.stats[f"answered_by/{judge.name}"] += 1
                     self.stats.update({f"{judge.name}/{k}": v for k, v in judge.pop_stats().items()})
-                return JudgeResult(labels, judge.name, strategies=strategies, seconds=time.perf_counter() - start)
+                return JudgeResult(
+                    answer.ids, judge.name, strategies=answer.strategies, seconds=time.perf_counter() - start
+                )
             if not (self.max_outage_seconds > 0 and isinstance(own_error, (ServiceError, CircuitOpen))):
                 if own_error is not None:
                     self.outage.answered()  # the service answered (a 4xx, an invalid answer): it is up
@@ -139,8 +138,7 @@ class JudgePipeline:
         judge.stats, judge.latencies = Counter(), []
         try:
             with judge.retries_within(budget):
-                answer = JudgeLoop.submit(judge.acluster(PROBE[0], judge.views(PROBE[1]))).result()
-            judge.check_labels(answer.ids if isinstance(answer, Clusters) else answer, len(PROBE[1]))
+                JudgeLoop.submit(judge.answer(*PROBE)).result()
         finally:
             judge.stats, judge.latencies = saved
 

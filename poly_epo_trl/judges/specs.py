@@ -19,14 +19,14 @@ from ..models import MODELS
 from ..registry import Registry, import_callable
 from ..text import TOOL_RESULT_CHARS
 from .answer import AnswerJudge
+from .anthropic import AnthropicJudge
 from .base import ClusteringJudge
-from .claude import AnthropicJudge
 from .http import redact_url, refuse_credentials, split_base_url
 from .llm import LMOptions
-from .local_lm import TransformersJudge
 from .openai_server import OpenAICompatibleJudge, ServerOptions
 from .pipeline import FALLBACKS, JudgePipeline
 from .simple import CallableJudge, DistinctJudge
+from .transformers import TransformersJudge
 
 JUDGE_SPECS = (
     "answer[:boxed|last_number|text]",

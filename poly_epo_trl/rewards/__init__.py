@@ -6,12 +6,12 @@ from collections.abc import Callable
 from typing import Any
 
 from . import trl_rewards  # noqa: F401  (registers TRL's reward names)
+from .assertions import BadTests, plan_tests
 from .base import REWARDS, FromSettings
 from .code import OUTCOMES, TRUST_MODES, CodeReward, CodeVerdict, code_reward, extract_code
 from .math import MathVerifier, math_reward
 from .sandbox import ISOLATION_MODES, Sandbox, SandboxLimits, SandboxResult, SandboxUnavailable
 from .settings import CodeRewardSettings
-from .unit_tests import BadTests, plan_tests
 
 
 def resolve_reward(name: str, settings: Any = None) -> Callable:

@@ -1,6 +1,6 @@
 """Binary code reward: the completion's code, run in the sandbox; 1 only when the trusted parent sees every test pass.
 
-Tests come from the dataset's ``tests`` column (see ``unit_tests.plan_tests``) with ``entry_point`` where they are a
+Tests come from the dataset's ``tests`` column (see ``assertions.plan_tests``) with ``entry_point`` where they are a
 ``check(candidate)`` function, and optional per-row ``setup_code`` (LeetCodeDataset's ``prompt``: imports, ``inf``,
 ``ListNode``/``TreeNode`` and their helpers) that runs before the solution, as the dataset's own evaluator does.
 
@@ -24,9 +24,9 @@ from typing import Any
 
 from ..text import message_text
 from ._harness import decode
+from .assertions import BadTests, CallPlan, StdioPlan, plan_tests
 from .base import REWARDS, FromSettings
 from .sandbox import DEFAULT_PACKAGES, Sandbox, SandboxLimits, SandboxResult
-from .unit_tests import BadTests, CallPlan, StdioPlan, plan_tests
 
 logger = logging.getLogger(__name__)
 OUTCOMES = (

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..checks import RecipeError
+from ..recipe import RecipeError
 from .code import TRUST_MODES, CodeReward
 from .sandbox import ISOLATION_MODES, SandboxLimits
 

@@ -7,9 +7,9 @@ from typing import Any
 
 from datasets import Dataset
 
-from ..checks import RecipeError
 from ..constants import BUILTIN_PREFIX
 from ..data import DatasetArguments, load_table
+from ..recipe import RecipeError
 from . import goldbach_agent, prime_pair, sum_pair
 from .base import TASKS, Task
 

@@ -1,13 +1,11 @@
-"""The trainers: PolyEPOTrainer (set RL), the paper's GRPO+DIV and Dr.GRPO baselines, with their config."""
+"""The trainers: PolyEPOTrainer (set RL; any advantage method of ``methods``), the paper's GRPO+DIV and Dr.GRPO
+baselines under their own names, with their config."""
 
-from .config import PolyEPOConfig, PolyEPOSettings, load_objective
-from .methods import METHODS, TrainingMethod
-from .poly_epo_trainer import TRAINERS, DrGRPOTrainer, GRPODivTrainer, PolyEPOTrainer
+from .config import PolyEPOConfig, PolyEPOSettings
+from .poly_epo_trainer import DrGRPOTrainer, GRPODivTrainer, PolyEPOTrainer
 from .step import SetBatch, Step
 
 __all__ = [
-    "METHODS",
-    "TRAINERS",
     "DrGRPOTrainer",
     "GRPODivTrainer",
     "PolyEPOConfig",
@@ -15,6 +13,4 @@ __all__ = [
     "PolyEPOTrainer",
     "SetBatch",
     "Step",
-    "TrainingMethod",
-    "load_objective",
 ]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib.util
 import logging
-from collections.abc import Callable
 from dataclasses import MISSING, dataclass, field, fields, replace
 from typing import Any
 
@@ -12,16 +11,9 @@ from trl import GRPOConfig
 from trl.trainer.utils import get_config_model_id
 
 from ..advantages import BUILTIN_OBJECTIVES, DEGENERATE_CLUSTER_ID, ESTIMATORS, OBJECTIVES, REDUCTIONS, SCALINGS
-from ..checks import check_field_types
 from ..judges.settings import USE_FIELD, JudgeSettings
 from ..judges.specs import JudgeSpec
-
-
-def load_objective(spec: str) -> str | Callable:
-    """A built-in objective's name as it is (it has a closed form); any other registered objective, or
-    ``"package.module:function"``, as its set function f(rewards, cluster_ids)."""
-    return spec if spec in BUILTIN_OBJECTIVES else OBJECTIVES.get(spec)
-
+from ..recipe import check_field_types
 
 logger = logging.getLogger(__name__)
 VLLM_DTYPES = ("auto", "policy", "float32", "bfloat16", "float16")
@@ -126,8 +118,13 @@ class PolyEPOSettings(JudgeSettings):
     )
 
     def check_settings(self) -> None:
-        """ValueError naming the field, the value and what to set, for a setting of its own out of range."""
-        load_objective(self.set_objective)
+        """ValueError naming the field, the value and what to set, for a setting of its own out of range (None
+        included, where the field takes no None)."""
+        check_field_types(self, settings_names(), none_allowed=False)
+        if self.set_objective not in BUILTIN_OBJECTIVES:
+            OBJECTIVES.get(self.set_objective)  # ValueError naming what can be named
+        if self.set_size < 1:
+            raise ValueError(f"set_size={self.set_size}: a set holds at least 1 rollout (the paper's n is 4).")
         if self.vllm_dtype not in VLLM_DTYPES:
             raise ValueError(f"vllm_dtype={self.vllm_dtype!r}: use one of {VLLM_DTYPES}.")
         if self.set_reduction not in REDUCTIONS:
@@ -158,9 +155,11 @@ class PolyEPOSettings(JudgeSettings):
             )
         self.check_judge_settings()
 
-    def check_with(self, args: GRPOConfig) -> None:
-        """ValueError for GRPO settings these settings cannot train with (``args``: the run's GRPO configuration)."""
-        if not 1 <= self.set_size < args.num_generations:
+    def check_with(self, args: GRPOConfig, uses: tuple[str, ...] | None = ("set_size",)) -> None:
+        """ValueError for GRPO settings these settings cannot train with (``args``: the run's GRPO configuration;
+        ``uses``: the settings the run's method reads, None when it does not say: the set size is checked only for a
+        method that uses it)."""
+        if (uses is None or "set_size" in uses) and not 1 <= self.set_size < args.num_generations:
             raise ValueError(
                 f"set_size={self.set_size} with num_generations={args.num_generations}: the set size must be at least "
                 f"1 and smaller than num_generations (with n = N every rollout is in the single set and all "
@@ -181,17 +180,19 @@ class PolyEPOSettings(JudgeSettings):
             )
 
     @classmethod
-    def for_grpo(cls, args: GRPOConfig, **values: Any) -> PolyEPOSettings:
+    def for_grpo(
+        cls, args: GRPOConfig, uses: tuple[str, ...] | None = ("set_size",), **values: Any
+    ) -> PolyEPOSettings:
         """The settings for a run configured by a plain ``GRPOConfig`` (or a subclass of it): ``values`` over the
-        defaults, each held to its field's type and checked, against ``args`` too. TypeError for a name that is no
-        setting; ValueError for a bad value."""
+        defaults, each held to its field's type and checked, against ``args`` too (``check_with``). TypeError for a
+        name that is no setting; ValueError for a bad value."""
         unknown = sorted(set(values) - {f.name for f in fields(cls)})
         if unknown:
             raise TypeError(f"Unknown Poly-EPO settings {unknown}: see PolyEPOConfig's fields for the names.")
         settings = cls(**values)
         check_field_types(settings)
         settings.check_settings()
-        settings.check_with(args)
+        settings.check_with(args, uses)
         return settings
 
     def judge_spec(self, tools: str | None = None, text: str | None = USE_FIELD) -> JudgeSpec:
@@ -200,7 +201,7 @@ class PolyEPOSettings(JudgeSettings):
 
 
 def trainer_config(
-    trainer: str, suffix: str, args: tuple, kwargs: dict, judge: Any, values: dict[str, Any]
+    trainer: str, suffix: str, args: tuple, kwargs: dict, judge: Any, values: dict[str, Any], method: Any = None
 ) -> tuple[tuple, dict, GRPOConfig, PolyEPOSettings]:
     """The GRPOTrainer arguments (``args``, ``kwargs``) with their config in place, that config, and the run's
     Poly-EPO settings, for ``trainer`` (its name, for errors) given ``judge=`` and the settings' keyword arguments
@@ -211,12 +212,15 @@ def trainer_config(
     - a ``PolyEPOConfig``: its own settings (``values`` refused: they belong on the config);
     - any other ``GRPOConfig``: kept as it is, the settings from ``values`` over the defaults (``DEFAULT_JUDGE``
       unless given a judge); the GRPO settings that differ from the paper's are said once in the log."""
+    uses = method.uses if method is not None else ("set_size",)
     config = kwargs.get("args") if "args" in kwargs else (args[2] if len(args) > 2 else None)
     if config is None:
         model = kwargs.get("model", args[0] if args else None)
         name = model if isinstance(model, str) else get_config_model_id(model.config)
         values.setdefault("judge", DEFAULT_JUDGE if judge is None else None)
         config = PolyEPOConfig(f"{name.split('/')[-1]}-{suffix}", **values)
+        config.check_with(config, uses)
+        say_unused(trainer, method, {k: v for k, v in values.items() if k != "judge"})
         if len(args) > 2:
             args = (*args[:2], config, *args[3:])
         else:
@@ -228,14 +232,18 @@ def trainer_config(
                 f"{trainer} got {sorted(values)} as keyword arguments and args=PolyEPOConfig(...): set them on the "
                 "PolyEPOConfig (keyword arguments are for a plain GRPOConfig)."
             )
+        config.check_with(config, uses)
+        say_unused(trainer, method, changed_settings(config))
         return args, kwargs, config, config
     if not isinstance(config, GRPOConfig):
         raise TypeError(
             f"{trainer} needs args=GRPOConfig(...) (or PolyEPOConfig, with the paper's defaults), got "
             f"{type(config).__name__}."
         )
+    values = settings_of_config(trainer, config, values, judge)
     values.setdefault("judge", DEFAULT_JUDGE if judge is None else None)
-    settings = PolyEPOSettings.for_grpo(config, **values)
+    settings = PolyEPOSettings.for_grpo(config, uses, **values)
+    say_unused(trainer, method, {name: settings_value for name, settings_value in values.items() if name != "judge"})
     departures = departures_from_paper(config)
     if departures:
         logger.warning(
@@ -251,6 +259,61 @@ def trainer_config(
 def settings_names() -> frozenset[str]:
     """The keyword arguments a trainer takes beside a plain ``GRPOConfig``: every ``PolyEPOSettings`` field."""
     return frozenset(f.name for f in fields(PolyEPOSettings))
+
+
+# The settings only an advantage method reads: one its method does not read is said to be unused, never refused
+METHOD_SETTINGS = (
+    "set_size",
+    "set_objective",
+    "set_reduction",
+    "diversity_gate",
+    "set_estimator",
+    "num_sampled_sets",
+    "max_enumerated_sets",
+    "diversity_coef",
+)
+
+
+def settings_of_config(trainer: str, config: GRPOConfig, values: dict[str, Any], judge: Any) -> dict[str, Any]:
+    """The Poly-EPO settings of a run configured by a ``GRPOConfig`` subclass: the fields of its own named as
+    settings (``set_size``, ``judge``, ...), then the keyword arguments; TypeError where a keyword (or ``judge=``)
+    and a field give one setting two different values."""
+    names = settings_names() & {f.name for f in fields(config)}
+    declared = {name: getattr(config, name) for name in names}
+    given = {**values, **({"judge": judge} if judge is not None and "judge" in declared else {})}
+    clash = sorted(name for name in declared.keys() & given.keys() if declared[name] != given[name])
+    if clash:
+        name = clash[0]
+        raise TypeError(
+            f"{trainer} got {name}={given[name]!r} as a keyword, and {type(config).__name__}.{name}="
+            f"{declared[name]!r}: give each setting once (a field of your config, or a keyword)."
+        )
+    if judge is not None:
+        declared.pop("judge", None)  # the judge= object is the judge; the field said the same
+    return {**declared, **values}
+
+
+def changed_settings(config: PolyEPOSettings) -> dict[str, Any]:
+    """The method settings ``config`` sets to other than their defaults."""
+    defaults = PolyEPOSettings.__dataclass_fields__
+    return {name: getattr(config, name) for name in METHOD_SETTINGS if getattr(config, name) != defaults[name].default}
+
+
+def say_unused(trainer: str, method: Any, given: dict[str, Any]) -> None:
+    """Say once, in the log, each method setting in ``given`` that ``method`` (a ``methods.Method``) does not read:
+    it does nothing, and is no reason to refuse the run."""
+    uses = getattr(method, "uses", None)
+    if uses is None:
+        return
+    unused = [name for name in METHOD_SETTINGS if name in given and name not in uses]
+    if unused:
+        logger.warning(
+            "%s (method %r): %s unused: the method reads %s.",
+            trainer,
+            method.name,
+            ", ".join(f"{name}={given[name]!r} is" for name in unused),
+            ", ".join(uses) if uses else "none of the method settings",
+        )
 
 
 # Where GRPOConfig's defaults differ from the paper's Dr.GRPO settings (PolyEPOConfig's): name -> the paper's value
@@ -320,7 +383,7 @@ class PolyEPOConfig(PolyEPOSettings, GRPOConfig):
             self.activation_checkpointing = True  # TRL's default, without the deprecation warning
         super().__post_init__()
         self.check_settings()
-        self.check_with(self)
+        self.check_with(self, uses=())  # the set size against the group's: by the trainer, which knows its method
 
     def validate_grpo_basics(self) -> None:
         """What GRPOConfig takes without complaint (or with a bare ZeroDivisionError) yet cannot train."""

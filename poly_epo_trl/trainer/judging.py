@@ -4,7 +4,8 @@ completions (``submit``, from ``_generate``), joined and shared once the rewards
 
 Collective operations (gathers) stay on the main thread, in the same order on every process; only the judge's own
 work runs in the background. Each group is judged by the process that holds its first row, so a group straddling
-two processes is judged once.
+two processes is judged once. ``GroupJudging`` is handed what it uses (the accelerator, where to log a metric and a
+table column, whether to give up waiting), never the trainer.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import concurrent.futures
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -20,34 +22,61 @@ from accelerate.utils import gather_object
 from ..evaluation.diversity import group_diversity_metrics
 from ..judges import JudgeFailing, JudgePipeline, JudgeResult, step_metrics
 from ..judges.audit import JudgeAudit
-from ..text import judge_input, prompt_text, trajectory_text
 from . import step as steps
 from .config import PolyEPOSettings
 from .preemption import StepAbandoned
 from .rollouts import turns_from_env_mask
-from .step import Generated, PendingJudge, SetBatch, Step
-from .verdicts import AuditResume, audit_records, judge_columns
+from .step import Generated, PendingJudge, SetBatch, Step, gather_texts, set_batch
+from .verdicts import audit_records, judge_columns
 
 logger = logging.getLogger(__name__)
 ABANDONED = StepAbandoned.__name__  # how a dropped step reads among the failures gathered from every process
+PATIENCE = "_steps_over_fallback_frac"  # the judge's fallback patience, under its name in the state files
 ROLLOUT_TRAJECTORY = "trajectory"  # a rollout_func's extra field: each completion's chat messages, for the judge
 VERDICT_POLL_SECONDS = 0.5  # how often a step waiting for its verdicts checks for a preemption signal
 
 
-class GroupJudging:
-    """The judge of ``trainer``'s groups (``pipeline``, built from ``settings``) and everything around one step of
-    it: submit, join, metrics, table columns, audit trail, and the run's patience with fallbacks."""
+MetricLog = Callable[[str, str, float], None]  # (mode, name, value): one value of a metric for the step's log
 
-    def __init__(self, trainer: Any, pipeline: JudgePipeline, settings: PolyEPOSettings) -> None:
-        self.trainer, self.pipeline, self.settings = trainer, pipeline, settings
-        self.steps_over_fallback_frac = 0  # resumed with a checkpoint (``keeper``)
-        self.audit = JudgeAudit(trainer.args.output_dir)
+
+class GroupJudging:
+    """The judge of a run's groups (``pipeline``, built from ``settings``) and everything around one step of it:
+    submit, join, metrics, table columns, audit trail (in ``output_dir``), and the run's patience with fallbacks.
+
+    Handed what it uses: the ``accelerator`` (processes, gathers), ``log_metric(mode, name, value)``,
+    ``log_column(name, values)`` (a completions-table column, this process's rows), ``should_abandon(judge_down)``
+    (whether a step still waiting for its verdicts is to be dropped: a preemption), and ``rollout_tokenizer``, set
+    when a ``rollout_func`` makes the episodes (its token ids are read back into turns)."""
+
+    def __init__(
+        self,
+        pipeline: JudgePipeline,
+        settings: PolyEPOSettings,
+        accelerator: Any,
+        output_dir: str,
+        log_metric: MetricLog,
+        log_column: Callable[[str, list], None],
+        should_abandon: Callable[[bool], bool],
+        rollout_tokenizer: Any = None,
+    ) -> None:
+        self.pipeline, self.settings, self.accelerator = pipeline, settings, accelerator
+        self.log_metric, self.log_column, self.should_abandon = log_metric, log_column, should_abandon
+        self.rollout_tokenizer = rollout_tokenizer
+        self.steps_over_fallback_frac = 0  # resumed with a checkpoint (``resumable``)
+        self.audit = JudgeAudit(output_dir)
         # The audit trail is written by one thread of its own, in order, off the step's path; ``flush`` waits for it
         # (before a checkpoint and at the end of training, so what a checkpoint saw is on disk)
         self.writer = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="poly-epo-audit")
         self.written: concurrent.futures.Future | None = None
         self.warned_flat_rollouts = False
-        trainer.add_callback(AuditResume(self.audit))
+
+    def resumable(self) -> dict[str, tuple[Callable[[], Any], Callable[[Any], None]]]:
+        """What a checkpoint keeps of the judging (the fallback patience), as (get, set) by name."""
+
+        def restore(value: Any) -> None:
+            self.steps_over_fallback_frac = int(value)
+
+        return {PATIENCE: (lambda: self.steps_over_fallback_frac, restore)}
 
     def submit(self, step: Step, prompts: list, completions: list, generated: Generated | None = None) -> None:
         """Gather the batch's texts (a collective) and submit the groups this process owns to the judge loop, as
@@ -55,10 +84,10 @@ class GroupJudging:
         episodes are read from it). Nothing for groups of one: there is nothing to compare."""
         if step.group_size < 2:
             return
-        if generated is not None and self.trainer.rollout_func is not None:
+        if generated is not None and self.rollout_tokenizer is not None:
             completions = self.rollout_turns(completions, generated)
-        all_prompts, all_completions = self.gather_texts(prompts, completions)
-        size, rank, local_rows = step.group_size, self.trainer.accelerator.process_index, len(completions)
+        all_prompts, all_completions = gather_texts(prompts, completions)
+        size, rank, local_rows = step.group_size, self.accelerator.process_index, len(completions)
         owned = [g for g in range(len(all_completions) // size) if (g * size) // local_rows == rank]
         groups = [(all_prompts[g * size], all_completions[g * size : (g + 1) * size]) for g in owned]
         try:
@@ -75,9 +104,8 @@ class GroupJudging:
         between the agent's words and the environment's (said once in the logs)."""
         trajectories = generated.extra_fields.get(ROLLOUT_TRAJECTORY)
         if trajectories is None and generated.env_mask is not None:
-            tokenizer = getattr(self.trainer.processing_class, "tokenizer", self.trainer.processing_class)
             return [
-                turns_from_env_mask(tokenizer, prompt, ids, mask)
+                turns_from_env_mask(self.rollout_tokenizer, prompt, ids, mask)
                 for prompt, ids, mask in zip(
                     generated.prompt_ids, generated.completion_ids, generated.env_mask, strict=True
                 )
@@ -103,16 +131,11 @@ class GroupJudging:
             )
         return trajectories
 
-    def gather_texts(self, prompts: list, completions: list) -> tuple[list[str], list[Any]]:
-        """The whole batch's problem texts and completions as the judge takes them, on every process (a
-        collective): strings, or an agent's chat messages with their tool calls and results (``text.judge_input``);
-        each judge reads its own view of them (``ClusteringJudge.view``)."""
-        return gather_object([prompt_text(p) for p in prompts]), gather_object([judge_input(c) for c in completions])
-
-    def judged_batch(self, step: Step, rewards: torch.Tensor, prompts: list, completions: list) -> SetBatch:
-        """The gathered batch as groups, on the host: total reward [G, N] of the task columns ``rewards`` (the host's
-        copy; NaN where no reward function scored the row), the judge's ids [G, N] and the texts; advantages left
-        NaN for the method."""
+    def judged_batch(
+        self, step: Step, rewards: torch.Tensor, weights: torch.Tensor, prompts: list, completions: list
+    ) -> SetBatch:
+        """The gathered batch as judged groups, on the host (``step.set_batch``): the task columns ``rewards`` (the
+        host's copy) weighted by ``weights``, the judge's ids [G, N] and verdicts."""
         if step.group_size > 1:
             if step.pending is None:  # not started by _generate (called on its own): start now
                 self.submit(step, prompts, completions)
@@ -120,16 +143,10 @@ class GroupJudging:
             all_prompts, all_completions = step.pending.prompts, step.pending.completions
             self.log_stats(step.mode, step.pending.waited)
         else:  # groups of one (num_generations_eval=1): nothing to compare, no judge call, advantage 0
-            all_prompts, all_completions = self.gather_texts(prompts, completions)
+            all_prompts, all_completions = gather_texts(prompts, completions)
             cluster_ids = torch.zeros((len(all_completions), 1), dtype=torch.long)
             verdicts = [None] * len(all_completions)
-        weights = self.trainer.reward_weights[: rewards.shape[1]].to(rewards.device)  # TRL keeps them on the host
-        total = (rewards * weights).nansum(dim=1)
-        total[torch.isnan(rewards).all(dim=1)] = torch.nan
-        total = total.view(-1, step.group_size)
-        texts = [trajectory_text(c) for c in all_completions]
-        nan = torch.full_like(total, torch.nan)
-        return SetBatch(total, cluster_ids, nan, step.mode, all_prompts, texts, all_completions, verdicts)
+        return set_batch(step, rewards, weights, all_prompts, all_completions, cluster_ids, verdicts)
 
     def join(self, pending: PendingJudge) -> tuple[torch.Tensor, list[JudgeResult]]:
         """Wait for this process's verdicts and share them (a collective): cluster ids [G, N] and each group's
@@ -143,9 +160,9 @@ class GroupJudging:
             verdicts, failure = [], f"{ABANDONED}: {error}"
         except Exception as error:
             verdicts, failure, local_error = [], f"{type(error).__name__}: {error}", error
-            logger.error("The judge failed on process %d", self.trainer.accelerator.process_index, exc_info=error)
+            logger.error("The judge failed on process %d", self.accelerator.process_index, exc_info=error)
         pending.waited = time.perf_counter() - waiting
-        judged = gather_object([(self.trainer.accelerator.process_index, failure, pending.owned, verdicts)])
+        judged = gather_object([(self.accelerator.process_index, failure, pending.owned, verdicts)])
         failures = [(rank, cause) for rank, cause, _, _ in judged if cause]
         abandoned = [cause for _, cause in failures if cause.startswith(ABANDONED)]
         if abandoned:
@@ -164,11 +181,10 @@ class GroupJudging:
         return torch.tensor(labels, dtype=torch.long), verdicts
 
     def await_verdicts(self, future: concurrent.futures.Future) -> list:
-        """The judge's verdicts; ``StepAbandoned`` (the judging cancelled) when a preemption signal came while the
-        judge is down or slow (``PreemptionCallback.should_abandon``)."""
+        """The judge's verdicts; ``StepAbandoned`` (the judging cancelled) when ``should_abandon`` says so (a
+        preemption signal came while the judge is down or slow)."""
         while not concurrent.futures.wait([future], timeout=VERDICT_POLL_SECONDS).done:
-            guard = self.trainer.keeper.preemption
-            if guard is not None and guard.should_abandon(self.pipeline.outage.since is not None):
+            if self.should_abandon(self.pipeline.outage.since is not None):
                 future.cancel()
                 down = "is down" if self.pipeline.outage.since is not None else "has not answered yet"
                 raise StepAbandoned(f"{self.pipeline.where()} {down}")
@@ -178,7 +194,7 @@ class GroupJudging:
         """Sum the judge's counters over processes, log ``judge/*`` (fallback_frac, invalid_answers, retries,
         latency percentiles, token usage, ``seconds`` the judge ran, ``wait_seconds`` the step waited for it, ...),
         and stop training when too many groups keep falling back."""
-        accelerator, metrics = self.trainer.accelerator, self.trainer._metrics[mode]
+        accelerator = self.accelerator
         stats = self.pipeline.pop_stats()
         own_seconds = stats.pop("seconds", 0.0)
         # A process that owned no group has no stats: agree on the names first so every process gathers alike.
@@ -192,9 +208,9 @@ class GroupJudging:
         causes = [cause for cause in gather_object([self.pipeline.last_failure]) if cause]
         judge_metrics = step_metrics(summed, latencies)
         for name, value in judge_metrics.items():
-            metrics[f"judge/{name}"].append(value)
-        metrics["judge/seconds"].append(totals[:, -2].max().item())
-        metrics["judge/wait_seconds"].append(totals[:, -1].max().item())
+            self.log_metric(mode, f"judge/{name}", value)
+        self.log_metric(mode, "judge/seconds", totals[:, -2].max().item())
+        self.log_metric(mode, "judge/wait_seconds", totals[:, -1].max().item())
         if mode == "train":
             self.check_fallback_frac(judge_metrics["fallback_frac"], causes)
 
@@ -212,19 +228,19 @@ class GroupJudging:
                 "Fix the judge and resume from the last checkpoint, or raise judge_max_fallback_frac (1 never stops)."
             )
 
-    def show(self, batch: SetBatch, local_rows: int) -> None:
+    def show(self, batch: SetBatch, local_rows: int, global_step: int) -> None:
         """The step's diversity metrics (``poly_epo/*``); the judge's columns for this process's rows into TRL's
         completions table (``verdicts.judge_columns``); the batch's judged groups into the audit trail (main
-        process, ``judge_audit_fraction``)."""
-        trainer, settings = self.trainer, self.settings
+        process, ``judge_audit_fraction``), as of ``global_step`` (the steps completed)."""
+        settings = self.settings
         threshold, degenerate = settings.correct_reward_threshold, settings.degenerate_cluster_id
         for name, value in group_diversity_metrics(batch.rewards, batch.cluster_ids, threshold, degenerate).items():
-            trainer._metrics[batch.mode][f"poly_epo/{name}"].append(value)
-        start = trainer.accelerator.process_index * local_rows
+            self.log_metric(batch.mode, f"poly_epo/{name}", value)
+        start = self.accelerator.process_index * local_rows
         for name, values in judge_columns(batch, threshold, degenerate).items():
-            trainer._log_completion_extra(name, values[start : start + local_rows])
-        if trainer.accelerator.is_main_process and settings.judge_audit_fraction > 0:
-            step = trainer.state.global_step + (batch.mode == "train")
+            self.log_column(name, values[start : start + local_rows])
+        if self.accelerator.is_main_process and settings.judge_audit_fraction > 0:
+            step = global_step + (batch.mode == "train")
             self.check_written()
             self.written = self.writer.submit(self.write_audit, batch, step, settings.judge_audit_fraction)
 

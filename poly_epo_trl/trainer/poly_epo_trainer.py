@@ -1,4 +1,5 @@
-"""PolyEPOTrainer: TRL's GRPOTrainer with the marginal set advantage of judged groups in place of GRPO's advantage.
+"""PolyEPOTrainer: TRL's GRPOTrainer whose advantage comes from a registered method (``methods``): by default the
+marginal set advantage of judged groups in place of GRPO's.
 
 TRL 1.16 has no advantage hook, so the trainer uses three seams and calls ``super()`` for everything else
 (``tests/test_trl_seams.py`` pins them):
@@ -6,84 +7,217 @@ TRL 1.16 has no advantage hook, so the trainer uses three seams and calls ``supe
 1. ``_generate`` returns the decoded completions: there each process's groups go to the judge's event loop in the
    background (``judging.GroupJudging.submit``), so the judge runs while TRL computes log-probs and rewards.
 2. ``_calculate_rewards`` returns the rewards gathered over all processes: there the verdicts are joined and the
-   method turns them into advantages (``methods``: the set advantage, GRPO+DIV's bonus, or none).
-3. ``_generate_and_score_completions`` puts each process's slice of them into the output and the completions table.
+   method turns them into advantages or a reward bonus (``methods.apply_method``).
+3. ``_generate_and_score_completions`` puts each process's slice of the advantages into the output and the
+   completions table.
 
-A step's state lives in one ``step.Step``; a long run's (resume, preemption, a full disk) in ``keeper``. The only
-change from GRPOTrainer is the advantage: everything else, the loss included, is TRL's.
+The trainer wires its collaborators and hands each what it uses: the judging (``judging``), the long-run keeper
+(``keeper``: preemption, exact resume, full disks) and the method. A step's state lives in one ``step.Step``. The
+only change from GRPOTrainer is the advantage: everything else, the loss included, is TRL's.
 """
 
 from __future__ import annotations
 
-import textwrap
+import logging
 import warnings
 from pathlib import Path
 from typing import Any, ClassVar
 
+import torch
+from torch import nn
+from transformers.trainer_utils import get_last_checkpoint
 from trl import GRPOTrainer
 
+from ..environments import agent_tools
+from ..judges import JudgePipeline
 from ..judges.prompts import describe_tools
+from ..methods import Method, MethodResult, apply_method, get_method
+from ..rewards.checks import checked_reward
 from . import step as steps
 from .config import settings_names, trainer_config
+from .engines import save_config_beside_shards
+from .inputs import check_keywords, check_reward_columns, checked_dataset
 from .judging import GroupJudging
-from .keeper import LongRunKeeper
-from .methods import METHODS, TrainingMethod
+from .keeper import LongRunKeeper, Resumable
+from .resume import identity_mismatch, run_identity, save_identity
 from .step import Generated, SetBatch, Step, replace_advantages, unscore_infinite
+from .verdicts import AuditResume
 from .vllm_engine import vllm_seams
+
+logger = logging.getLogger(__name__)
 
 # TRL 1.16 reads `model.is_gradient_checkpointing` every step, which transformers 5.23 deprecates: the user cannot act
 # on that warning (it is not about their settings), so it is silenced; a recipe using `gradient_checkpointing` warns.
 warnings.filterwarnings("ignore", message=r"`is_gradient_checkpointing` is deprecated", category=FutureWarning)
-
-POLY_EPO_PAPER = {
-    "title": "Polychromic Exploratory Policy Optimization",
-    "id": "2604.17654",
-    "citation": textwrap.dedent("""\
-        @article{orney2026polyepo,
-            title        = {{Polychromic Exploratory Policy Optimization}},
-            author       = {Orney and Hamid and others},
-            year         = 2026,
-            eprint       = {arXiv:2604.17654},
-        }"""),
-}
+# GRPOTrainer's private state that an exact resume saves and restores: the micro-step counter and the generation
+# buffer (with steps_per_generation > 1, several steps train on one buffered batch)
+TRL_RESUMED = ("_step", "_buffered_inputs")
+METHOD_STATE = "method_state"  # a method's state across steps, under this name in the checkpoints' state files
+PROBE_BUDGET_SECONDS = 15.0  # as a recipe's judge probe
 
 
 class PolyEPOTrainer(GRPOTrainer):
-    """GRPOTrainer whose advantage is the marginal set advantage of the judged groups (``methods.SetAdvantage``).
+    """GRPOTrainer whose advantage is the marginal set advantage of the judged groups (the ``poly_epo`` method).
 
     Takes GRPOTrainer's arguments, with ``args`` any ``GRPOConfig`` (kept as it is; the Poly-EPO settings then come
     as keyword arguments such as ``set_size=4``) or a ``PolyEPOConfig`` (the paper's defaults), plus ``judge=``: a
     ClusteringJudge, any function ``judge(prompt: str, completions: list[str]) -> list[int]``, or a judge spec.
-    ``method=`` names another registered advantage (``methods.METHODS``).
+    ``method=`` picks another advantage method: a registered name (``methods.METHODS``), ``package.module:name``,
+    or a ``methods.Method``.
     """
 
-    _tag_names: ClassVar[list[str]] = ["trl", "grpo", "poly-epo"]
-    _name = "Poly-EPO"
-    _paper = POLY_EPO_PAPER
-    method_name: ClassVar[str] = "poly_epo"
-    default_output_suffix: ClassVar[str] = "Poly-EPO"
+    method_name: ClassVar[str | None] = None  # the one method a subclass trains with; None: ``method=`` picks it
+    default_method: ClassVar[str] = "poly_epo"
 
-    def __init__(self, *args: Any, judge: Any = None, method: str | None = None, **kwargs: Any) -> None:
-        values = {name: kwargs.pop(name) for name in settings_names() & set(kwargs)}
-        self.method: TrainingMethod = METHODS.get(method or self.method_name)()
+    def __init__(self, *args: Any, judge: Any = None, method: Any = None, check_judge: bool = True, **kwargs: Any):
+        name = type(self).__name__
+        self.method: Method = self.chosen_method(method)
+        check_keywords(name, kwargs, settings_names())
+        values = {key: kwargs.pop(key) for key in settings_names() & set(kwargs)}
         args, kwargs, config, self.settings = trainer_config(
-            type(self).__name__, self.default_output_suffix, args, kwargs, judge, values
+            name, self.output_suffix(), args, kwargs, judge, values, self.method
         )
-        if self.method.needs_judge and judge is None and self.settings.judge is None:
-            raise ValueError(
-                f"{type(self).__name__} needs a clustering judge: pass judge=... (a ClusteringJudge, a function "
-                "judge(prompt, completions) -> list[int], or a spec such as 'answer') or set PolyEPOConfig.judge."
-            )
+        args, kwargs = self.checked_inputs(args, kwargs)
+        pipeline = self.judge_pipeline(judge, kwargs, check_judge) if self.method.needs_judge else None
+        self._name = self.method.label or self.method.name
+        self._tag_names = ["trl", "grpo", *self.method.tags]
+        self._paper = dict(self.method.paper) if self.method.paper else GRPOTrainer._paper
         self.step: Step | None = None  # the generation batch in progress (then the last one)
         self.said: set[str] = set()  # the warnings said once a run
+        self.method_state = self.method.state() if self.method.state is not None else None
         self.judging: GroupJudging | None = None
         with vllm_seams(self, config, self.settings):
             super().__init__(*args, **kwargs)
-        self.keeper = LongRunKeeper(self, self.settings.preemption_grace_seconds)
-        if self.method.needs_judge:
-            tools = describe_tools(self.tools) if self.tools else None  # what the agent could call, as TRL offers it
-            self.judging = GroupJudging(self, self.settings.make_judge(judge, tools=tools), self.settings)
-        self.method.install(self)
+        self.reward_funcs = [
+            f if isinstance(f, nn.Module) else checked_reward(f, n, self.count_nans)
+            for f, n in zip(self.reward_funcs, self.reward_func_names, strict=True)
+        ]
+        self.nans = 0  # NaN rewards of the batch in progress (rewards/non_finite)
+        if pipeline is not None:
+            self.judging = GroupJudging(
+                pipeline,
+                self.settings,
+                self.accelerator,
+                self.args.output_dir,
+                self.log_metric,
+                self._log_completion_extra,
+                self.should_abandon,
+                rollout_tokenizer=self.rollout_tokenizer(),
+            )
+            self.add_callback(AuditResume(self.judging.audit))
+        self.keeper = LongRunKeeper(
+            self.accelerator,
+            self.settings.preemption_grace_seconds,
+            lambda: self.state,
+            self._get_output_dir,
+            self.write_checkpoint,
+            self.resumable_parts(),
+            self.judging.flush if self.judging else lambda: None,
+        )
+        for callback in self.keeper.callbacks:
+            self.add_callback(callback)
+        if self.method.kind == "bonus":
+            self.add_bonus_column()
+
+    def checked_inputs(self, args: tuple, kwargs: dict[str, Any]) -> tuple[tuple, dict[str, Any]]:
+        """GRPOTrainer's arguments with the training rows checked (their prompts; ShareGPT rows converted) and the
+        rewards' columns found in them, before anything loads (not where a ``rollout_func`` may add the columns a reward
+        reads: TRL passes its extra fields to the rewards)."""
+        position = 3  # GRPOTrainer(model, reward_funcs, args, train_dataset, ...)
+        dataset = (
+            kwargs["train_dataset"]
+            if "train_dataset" in kwargs
+            else (args[position] if len(args) > position else None)
+        )
+        if dataset is None:
+            return args, kwargs
+        dataset = checked_dataset(dataset)
+        rewards = kwargs.get("reward_funcs", args[1] if len(args) > 1 else None)
+        if rewards is not None and kwargs.get("rollout_func") is None:
+            check_reward_columns(rewards, dataset)
+        if "train_dataset" in kwargs:
+            return args, {**kwargs, "train_dataset": dataset}
+        return (*args[:position], dataset, *args[position + 1 :]), kwargs
+
+    def judge_pipeline(self, judge: Any, kwargs: dict[str, Any], check: bool) -> JudgePipeline:
+        """The judge of the groups, built from ``judge=`` or the settings before the model loads (a spec that names no
+        judge, or a judge that is none, stops here). A judge built from a spec string (a service, say) is asked one
+        probe group (``check``), as a recipe's is: one that cannot answer stops here, within the recipe's probe
+        budget, not steps into training. A judge object or function of the user's own is not called before
+        training."""
+        if judge is None and self.settings.judge is None:
+            raise ValueError(
+                f"{type(self).__name__} ({self.method.name}) needs a clustering judge: pass judge=... (a "
+                "ClusteringJudge, a function judge(prompt, completions) -> list[int], or a spec such as 'answer') or "
+                "set PolyEPOConfig.judge."
+            )
+        agent = {key: kwargs.get(key) for key in ("tools", "environment_factory") if kwargs.get(key)}
+        tools = describe_tools(agent_tools(agent)) if agent else None  # what the agent could call, as TRL offers it
+        pipeline = self.settings.make_judge(judge, tools=tools)
+        if check and (judge is None or isinstance(judge, str)):
+            try:
+                pipeline.probe(PROBE_BUDGET_SECONDS)
+            except Exception as error:
+                raise ValueError(
+                    f"The judge did not answer a probe group within {PROBE_BUDGET_SECONDS:g}s: {error}. Fix the "
+                    "judge, or pass check_judge=False to rely on judge_fallback."
+                ) from None
+        return pipeline
+
+    def count_nans(self, count: int) -> None:
+        self.nans += count
+
+    @classmethod
+    def chosen_method(cls, method: Any) -> Method:
+        """The method this trainer trains with: ``method=`` (default ``poly_epo``); a subclass's own
+        ``method_name``, which ``method=`` may repeat but not change."""
+        if cls.method_name is None:
+            return get_method(method if method is not None else cls.default_method)
+        own = get_method(cls.method_name)
+        if method is not None and get_method(method) is not own:
+            raise TypeError(
+                f"{cls.__name__} trains with method {cls.method_name!r}, not {getattr(method, 'name', method)!r}: "
+                f"use PolyEPOTrainer(..., method={getattr(method, 'name', method)!r})."
+            )
+        return own
+
+    def output_suffix(self) -> str:
+        """The default output folder's suffix (``<model>-<suffix>``, as GRPOTrainer's ``<model>-GRPO``)."""
+        label = self.method.label or self.method.name
+        return "-".join("".join(c if c.isalnum() else " " for c in label).split())
+
+    def rollout_tokenizer(self) -> Any:
+        """The tokenizer a ``rollout_func``'s token ids are read back with (None without a rollout_func)."""
+        if self.rollout_func is None:
+            return None
+        return getattr(self.processing_class, "tokenizer", self.processing_class)
+
+    def resumable_parts(self) -> dict[str, Any]:
+        """What a checkpoint keeps beyond transformers' files: TRL's buffer and step counter, the judge's patience,
+        the method's state."""
+        parts = trl_resumable(self)
+        if self.judging is not None:
+            parts.update(self.judging.resumable())
+        if self.method_state is not None:
+            parts[METHOD_STATE] = (self.method_state.state_dict, self.method_state.load_state_dict)
+        return parts
+
+    def add_bonus_column(self) -> None:
+        """A bonus method's reward column: TRL's reward lists get one more entry, filled in by ``_calculate_rewards``,
+        weighted as the method says."""
+        self.reward_funcs.append(_bonus_placeholder)
+        self.reward_func_names.append(self.method.column)
+        self.reward_processing_classes.append(None)
+        weight = torch.tensor([self.method.bonus_weight(self.settings)], dtype=self.reward_weights.dtype)
+        self.reward_weights = torch.cat([self.reward_weights, weight.to(self.reward_weights.device)])
+
+    def log_metric(self, mode: str, name: str, value: float) -> None:
+        """One value of a metric for this step's log (TRL averages them when it logs)."""
+        self._metrics[mode][name].append(value)
+
+    def should_abandon(self, judge_down: bool) -> bool:
+        """Whether a step waiting for its verdicts is to be dropped (``keeper``: a preemption)."""
+        return self.keeper.should_abandon(judge_down)
 
     @property
     def judge(self) -> Any:
@@ -93,18 +227,39 @@ class PolyEPOTrainer(GRPOTrainer):
 
     @property
     def last_set_batch(self) -> SetBatch | None:
-        """The judged groups of the last generation batch, with their rewards and advantages."""
+        """The groups of the last generation batch, with their rewards, clusters and advantages."""
         return self.step.batch if self.step else None
 
-    def train(self, *args: Any, **kwargs: Any):
-        """GRPOTrainer's ``train``, kept going through preemption and judge failures (``keeper``)."""
-        return self.keeper.train(super().train, *args, **kwargs)
+    def train(self, resume_from_checkpoint: Any = None, *args: Any, **kwargs: Any):
+        """GRPOTrainer's ``train``, kept going through preemption and judge failures (``keeper``); a checkpoint to
+        resume from that another method wrote is refused."""
+        checkpoint = resume_from_checkpoint
+        if checkpoint is True:
+            checkpoint = get_last_checkpoint(self.args.output_dir)
+        if isinstance(checkpoint, str) and (mismatch := identity_mismatch(checkpoint, self.identity())):
+            raise ValueError(
+                f"{mismatch} Resume from one of this method's checkpoints, or train in another output_dir."
+            )
+        return self.keeper.train(super().train, resume_from_checkpoint, *args, **kwargs)
+
+    def identity(self) -> dict[str, Any]:
+        """What this run's checkpoints record of it (``resume.run_identity``)."""
+        return run_identity(self.method, self.settings)
 
     def _get_train_sampler(self, dataset=None):
         return self.keeper.sampler(super()._get_train_sampler(dataset))
 
     def _save_checkpoint(self, model, trial) -> None:
-        self.keeper.save_checkpoint(lambda: super(PolyEPOTrainer, self)._save_checkpoint(model, trial), trial)
+        self.keeper.save_checkpoint(trial)
+
+    def write_checkpoint(self, trial: Any, folder: str) -> None:
+        """GRPOTrainer's checkpoint into ``folder``, with the model's config beside FSDP weight shards (``keeper``
+        calls it, after the resume state)."""
+        save_config_beside_shards(self, folder)
+        if self.accelerator.is_main_process:
+            save_identity(folder, self.identity())
+        self.accelerator.wait_for_everyone()
+        GRPOTrainer._save_checkpoint(self, self.model, trial)
 
     def _load_optimizer_and_scheduler(self, checkpoint) -> None:
         super()._load_optimizer_and_scheduler(checkpoint)
@@ -120,14 +275,42 @@ class PolyEPOTrainer(GRPOTrainer):
         return output
 
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
-        """Seam 2: the rewards (±inf as not scored), read to the host once, then the method's advantages from the
-        judged groups."""
+        """Seam 2: the rewards (±inf as not scored), read to the host once, then the method's advantages or bonus
+        from the (judged) groups."""
         mode, group_size = self.mode_and_group_size()
+        self.nans = 0
         rewards = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
-        rewards, host = unscore_infinite(self, rewards, steps.to_host(rewards), mode)
+        rewards, host = unscore_infinite(self, rewards, steps.to_host(rewards), mode, self.nans)
         if self.step is None or self.step.mode != mode or self.step.batch is not None:
             self.step = Step(mode, group_size)  # not started by _generate (called on its own)
-        return self.method.apply(self, self.step, rewards, host, prompts, completions)
+        if self.method.kind == "none":
+            return rewards
+        columns = host.shape[1] - (self.method.kind == "bonus")  # the bonus column is the method's to fill
+        weights = self.reward_weights[:columns]
+        if self.judging is not None:
+            batch = self.judging.judged_batch(self.step, host[:, :columns], weights, prompts, completions)
+        else:
+            batch = steps.set_batch(self.step, host[:, :columns], weights, *steps.gather_texts(prompts, completions))
+        result = apply_method(self.method, batch, self.settings, self.args.scale_rewards, self.method_state)
+        rewards = self.take(result, batch, rewards)
+        if self.judging is not None:
+            self.judging.show(batch, len(prompts), self.state.global_step)
+        return rewards
+
+    def take(self, result: MethodResult, batch: SetBatch, rewards: torch.Tensor) -> torch.Tensor:
+        """The method's result where TRL reads it: advantages for seam 3, or the bonus column of ``rewards`` (on the
+        device, not read); its metrics logged; the batch kept as the step's."""
+        for name, value in result.metrics.items():
+            self.log_metric(batch.mode, f"poly_epo/{name}", value)
+        if result.advantages is not None:
+            batch.advantages = result.advantages
+            self.step.advantages = result.advantages.flatten()
+        if result.bonus is not None:
+            scored = ~torch.isnan(rewards[:, :-1]).all(dim=1)
+            bonus = result.bonus.flatten().to(device=rewards.device, dtype=rewards.dtype)
+            rewards[:, -1] = torch.where(scored, bonus, torch.nan)
+        self.step.batch = batch
+        return rewards
 
     def _generate_and_score_completions(self, inputs):
         """Seam 3: the method's advantages, where it gave some, in place of GRPO's."""
@@ -149,45 +332,58 @@ class PolyEPOTrainer(GRPOTrainer):
             card.write_text(card.read_text().rstrip() + "\n\n" + self.card_section() + "\n")
 
     def card_section(self) -> str:
-        """The model card's account of the run: the judge, the group and set sizes, the GRPO loss, the paper."""
+        """The model card's account of the run: the method, the judge, the group and set sizes, the GRPO loss, the
+        paper."""
         args, settings = self.args, self.settings
         judge = [self.judging.card_line(args.num_generations)] if self.judging else []
+        method = self.method.card_line(settings)
+        paper = self._paper
         return "\n".join(
             [
                 f"## {self._name} settings",
                 "",
+                f"- Method: `{self.method.name}` ({self.method.kind}).",
                 *judge,
-                *self.method.card_lines(settings),
+                *([method] if method else []),
                 f"- GRPO loss: `loss_type={args.loss_type}`, `scale_rewards={args.scale_rewards}`, "
                 f"`beta={args.beta}`, clipping {args.epsilon} / {args.epsilon_high}, learning rate "
                 f"{args.learning_rate:g}.",
-                f"- Paper: [{self._paper['title']}](https://huggingface.co/papers/{self._paper['id']}) "
-                f"(arXiv {self._paper['id']}).",
+                f"- Paper: [{paper['title']}](https://huggingface.co/papers/{paper['id']}) (arXiv {paper['id']}).",
             ]
         )
 
 
-class GRPODivTrainer(PolyEPOTrainer):
-    """The paper's GRPO+DIV baseline: PolyEPOTrainer with the diversity bonus as its method
-    (``methods.DiversityBonus``): Dr.GRPO on reward + lambda (N / |cluster(y)| - 1) / (N - 1)."""
+def trl_resumable(trainer: GRPOTrainer) -> dict[str, Resumable]:
+    """GRPOTrainer's own ``TRL_RESUMED`` state as resumable parts; RuntimeError naming the TRL version when this
+    TRL lacks one of them (an exact resume would silently not be one)."""
+    missing = [name for name in TRL_RESUMED if not hasattr(trainer, name)]
+    if missing:
+        import trl
 
-    _tag_names: ClassVar[list[str]] = ["trl", "grpo", "grpo-div"]
-    _name = "GRPO+DIV"
+        raise RuntimeError(
+            f"TRL {trl.__version__}'s GRPOTrainer has no {missing}, which an exact resume saves and restores: "
+            "this TRL is not the one poly_epo_trl supports (pip install 'trl>=1.16,<1.17')."
+        )
+    return {
+        name: ((lambda name=name: getattr(trainer, name)), (lambda value, name=name: setattr(trainer, name, value)))
+        for name in TRL_RESUMED
+    }
+
+
+class GRPODivTrainer(PolyEPOTrainer):
+    """The paper's GRPO+DIV baseline: PolyEPOTrainer with the ``grpo_div`` method, Dr.GRPO on reward + lambda
+    (N / |cluster(y)| - 1) / (N - 1)."""
+
     method_name = "grpo_div"
-    default_output_suffix = "GRPO-DIV"
 
 
 class DrGRPOTrainer(PolyEPOTrainer):
-    """The Dr.GRPO baseline: PolyEPOTrainer with GRPO's own advantage (``methods.GroupRelative``), no judge; it keeps
-    the rest (rewards of ±inf unscored, preemption, exact resume). ``trainer: grpo`` in recipes."""
+    """The Dr.GRPO baseline: PolyEPOTrainer with the ``grpo`` method, GRPO's own advantage and no judge; it keeps the
+    rest (rewards of ±inf unscored, preemption, exact resume). ``trainer: grpo`` in recipes."""
 
-    _tag_names: ClassVar[list[str]] = ["trl", "grpo"]
-    _name = "Dr. GRPO"
-    _paper = GRPOTrainer._paper
     method_name = "grpo"
-    default_output_suffix = "GRPO"
 
 
-TRAINERS: dict[str, type[PolyEPOTrainer]] = {
-    cls.method_name: cls for cls in (PolyEPOTrainer, GRPODivTrainer, DrGRPOTrainer)
-}  # recipes' ``trainer:``
+def _bonus_placeholder(prompts: list, **kwargs: Any) -> list[None]:
+    """Stands in the reward list for a bonus method's column, which it fills in from the (judged) groups."""
+    return [None] * len(prompts)

@@ -44,11 +44,13 @@ class StepAbandoned(Exception):
 
 
 class PreemptionCallback(TrainerCallback):
-    """Turns a recorded signal into "save now and stop" at the next step end, on every process at once."""
+    """Turns a recorded signal into "save now and stop" at the next step end, on every process at once (through
+    ``accelerator``). Inert until ``arm``: the signals are handled only while training runs."""
 
-    def __init__(self, trainer: Any, grace_seconds: float) -> None:
-        self.trainer = trainer
+    def __init__(self, accelerator: Any, grace_seconds: float) -> None:
+        self.accelerator = accelerator
         self.grace_seconds = grace_seconds
+        self.armed = False
         self.signum: int | None = None
         self.received_at: float | None = None
         self.stopped_at_step: int | None = None
@@ -92,16 +94,16 @@ class PreemptionCallback(TrainerCallback):
 
     def requested(self) -> bool:
         """Whether any process received a signal (a collective when there are several processes)."""
-        flag = torch.tensor([0 if self.signum is None else self.signum], device=self.trainer.accelerator.device)
-        if self.trainer.accelerator.num_processes > 1:
-            flag = self.trainer.accelerator.reduce(flag, reduction="max")
+        flag = torch.tensor([0 if self.signum is None else self.signum], device=self.accelerator.device)
+        if self.accelerator.num_processes > 1:
+            flag = self.accelerator.reduce(flag, reduction="max")
         if self.signum is None and int(flag.item()):
             self.signum = int(flag.item())  # another process was signalled: this one stops with it
             self.received_at = time.monotonic()
         return bool(int(flag.item()))
 
     def on_step_end(self, args, state, control, **kwargs):
-        if self.requested():
+        if self.armed and self.requested():
             control.should_save = True
             control.should_training_stop = True
             self.stopped_at_step = state.global_step
@@ -111,7 +113,7 @@ class PreemptionCallback(TrainerCallback):
         if self.stopped_at_step is not None:
             # no process exits before every process has written its part: a launcher (torchrun) that sees one
             # process end terminates the others, which must not happen mid-save
-            self.trainer.accelerator.wait_for_everyone()
+            self.accelerator.wait_for_everyone()
             self.saved = checkpoint_folder(args.output_dir, state.global_step)
             if self._watchdog is not None:
                 self._watchdog.cancel()
@@ -128,23 +130,27 @@ class PreemptionCallback(TrainerCallback):
             self.signum,
         )
 
+    def reset(self) -> None:
+        """Forget a signal of an earlier ``train()``."""
+        self.signum = self.received_at = self.stopped_at_step = self.saved = None
+
 
 @contextlib.contextmanager
-def preemption_guard(trainer: Any, grace_seconds: float) -> Iterator[PreemptionCallback | None]:
-    """Within: SIGTERM and SIGINT are recorded by a ``PreemptionCallback`` added to ``trainer`` (None, and the
-    signals left alone, when ``grace_seconds`` is 0 or this is not the main thread). The handlers and the callback are
-    removed on the way out."""
-    if not grace_seconds or threading.current_thread() is not threading.main_thread():
+def preemption_guard(callback: PreemptionCallback) -> Iterator[PreemptionCallback | None]:
+    """Within: SIGTERM and SIGINT are recorded by ``callback`` (a trainer's callback), armed (None, and the signals
+    left alone, when its ``grace_seconds`` is 0 or this is not the main thread). The handlers are restored and the
+    callback disarmed on the way out."""
+    if not callback.grace_seconds or threading.current_thread() is not threading.main_thread():
         yield None
         return
-    callback = PreemptionCallback(trainer, grace_seconds)
+    callback.reset()
     previous = {signum: signal.signal(signum, callback.handle) for signum in SIGNALS}
-    trainer.add_callback(callback)
+    callback.armed = True
     try:
         yield callback
     finally:
+        callback.armed = False
         for signum, handler in previous.items():
             signal.signal(signum, handler)
-        trainer.remove_callback(callback)
         if callback._watchdog is not None:
             callback._watchdog.cancel()

@@ -178,3 +178,58 @@ def complete_checkpoints(output_dir: str, world_size: int) -> tuple[list[str], l
         reason = incomplete_reason(path, world_size)
         (complete.append(path) if reason is None else incomplete.append((path, reason)))
     return complete, incomplete
+
+
+def remove_checkpoints(output_dir: str) -> list[str]:
+    """Remove every ``checkpoint-N`` of ``output_dir`` (a run started afresh there); the ones removed."""
+    if not os.path.isdir(output_dir):
+        return []
+    removed = [os.path.join(output_dir, n) for n in sorted(os.listdir(output_dir)) if _CHECKPOINT.match(n)]
+    for path in removed:
+        shutil.rmtree(path, ignore_errors=True)
+    if removed:
+        logger.warning("overwrite_output_dir: removed %d checkpoints of %s", len(removed), output_dir)
+    return removed
+
+
+IDENTITY = "run_identity.json"  # which method wrote a checkpoint, beside its state files
+
+
+def run_identity(method: Any, settings: Any) -> dict[str, Any]:
+    """What makes a run's checkpoints its own: the method (``trainer``), and the objective, set size and judge where
+    the method uses them."""
+    uses = method.uses if method.uses is not None else ("set_objective", "set_size")
+    identity: dict[str, Any] = {"trainer": method.name}
+    for name in ("set_objective", "set_size"):
+        if name in uses:
+            identity[name] = getattr(settings, name)
+    if method.needs_judge:
+        identity["judge"] = settings.judge if isinstance(settings.judge, str) else None
+    return identity
+
+
+def save_identity(folder: str, identity: dict[str, Any]) -> None:
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, IDENTITY), "w") as handle:
+        json.dump(identity, handle)
+
+
+def identity_mismatch(checkpoint: str, identity: dict[str, Any]) -> str | None:
+    """Why ``checkpoint`` is not this run's to resume (or to count as done): the method it records, against
+    ``identity``, or None (the same method, or a checkpoint that records none)."""
+    try:
+        with open(os.path.join(checkpoint, IDENTITY)) as handle:
+            recorded = json.load(handle)
+    except (OSError, ValueError):
+        return None
+    differ = {k for k in recorded.keys() | identity.keys() if recorded.get(k) != identity.get(k)}
+    if not differ:
+        return None
+
+    def describe(values: dict[str, Any]) -> str:
+        return ", ".join(f"{k} {values[k]!r}" for k in sorted(values, key=lambda k: k != "trainer"))
+
+    return (
+        f"{checkpoint} was written by another run ({describe(recorded)}) than this one ({describe(identity)}): "
+        "resuming would train one method's weights as another's."
+    )

@@ -10,8 +10,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+from accelerate.utils import gather_object
 
-from ..judges import JudgeResult
+from ..methods import SetBatch
+from ..text import judge_input, prompt_text, trajectory_text
 
 logger = logging.getLogger(__name__)
 
@@ -47,26 +49,6 @@ class PendingJudge:
 
 
 @dataclass
-class SetBatch:
-    """What the advantages of one generation batch were computed from (all processes, [G, N], on the host; texts per
-    row)."""
-
-    rewards: torch.Tensor
-    cluster_ids: torch.Tensor
-    advantages: torch.Tensor
-    mode: str
-    prompts: list[str]
-    completions: list[str]  # as judges read them by default (``text.trajectory_text``)
-    inputs: list[Any]  # as judges take them (``text.judge_input``: strings, or an agent's messages)
-    verdicts: list[JudgeResult | None]  # per group; None for groups of one, which are not judged
-
-    @property
-    def fallbacks(self) -> list[str | None]:
-        """Each group's fallback (None where a judge answered)."""
-        return [v.fallback if v is not None else None for v in self.verdicts]
-
-
-@dataclass
 class Step:
     """A generation batch in ``mode`` ("train" or "eval") with groups of ``group_size``: ``pending`` from
     ``_generate`` (None for groups of one, or without a judge), ``batch`` and ``advantages`` (all processes' rows,
@@ -77,6 +59,37 @@ class Step:
     pending: PendingJudge | None = None
     batch: SetBatch | None = None
     advantages: torch.Tensor | None = None
+
+
+def gather_texts(prompts: list, completions: list) -> tuple[list[str], list[Any]]:
+    """The whole batch's problem texts and completions as judges take them, on every process (a collective):
+    strings, or an agent's chat messages with their tool calls and results (``text.judge_input``); each judge reads
+    its own view of them (``ClusteringJudge.view``)."""
+    return gather_object([prompt_text(p) for p in prompts]), gather_object([judge_input(c) for c in completions])
+
+
+def set_batch(
+    step: Step,
+    rewards: torch.Tensor,
+    weights: torch.Tensor,
+    prompts: list[str],
+    completions: list[Any],
+    cluster_ids: torch.Tensor | None = None,
+    verdicts: list | None = None,
+) -> SetBatch:
+    """The gathered batch as groups of ``step.group_size``, on the host: the total reward [G, N] of the reward columns
+    ``rewards`` (the host's copy) weighted by ``weights`` (NaN where no reward function scored the row), the
+    judge's ids [G, N] and verdicts (without a judge: each rollout its own cluster, no verdicts), the texts;
+    advantages left NaN for the method."""
+    total = (rewards * weights.to(rewards.device)).nansum(dim=1)
+    total[torch.isnan(rewards).all(dim=1)] = torch.nan
+    total = total.view(-1, step.group_size)
+    if cluster_ids is None:
+        cluster_ids = torch.arange(step.group_size).expand(total.shape[0], -1).clone()
+    groups = [None] * total.shape[0] if verdicts is None else verdicts
+    texts = [trajectory_text(c) for c in completions]
+    nan = torch.full_like(total, torch.nan)
+    return SetBatch(total, cluster_ids, nan, step.mode, prompts, texts, completions, groups)
 
 
 def replace_advantages(trainer: Any, output: dict[str, Any], advantages: torch.Tensor) -> dict[str, Any]:
@@ -100,14 +113,15 @@ def to_host(tensor: torch.Tensor) -> torch.Tensor:
 
 
 def unscore_infinite(
-    trainer: Any, rewards: torch.Tensor, host: torch.Tensor, mode: str
+    trainer: Any, rewards: torch.Tensor, host: torch.Tensor, mode: str, nans: int = 0
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Rewards of +inf or -inf as not scored (NaN, like a reward function's None), on the device (``rewards``,
-    without reading it) and on the host (``host``, its copy), counted in ``rewards/non_finite`` and warned about once
-    a run, instead of letting them turn a group's advantages, then every weight, into NaN."""
+    without reading it) and on the host (``host``, its copy), counted in ``rewards/non_finite`` with the ``nans``
+    reward functions returned (not scored as well), and warned about once a run, instead of letting them turn a
+    group's advantages, then every weight, into NaN."""
     infinite = torch.isinf(host)
     count = int(infinite.sum())
-    trainer._metrics[mode]["rewards/non_finite"].append(count)
+    trainer._metrics[mode]["rewards/non_finite"].append(count + nans)
     if not count:
         return rewards, host
     if "non_finite" not in trainer.said:

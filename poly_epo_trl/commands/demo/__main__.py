@@ -1,0 +1,3 @@
+from poly_epo_trl.commands.demo.run import main
+
+main()

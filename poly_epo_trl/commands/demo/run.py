@@ -1,0 +1,206 @@
+"""The CPU demo: GRPO, GRPO+DIV and Poly-EPO from a task's warm start, the same recipe but the ``trainer`` line.
+
+    python -m poly_epo_trl.demo                      # defaults: the prime-pair task, 1 seed, the three methods
+    python -m poly_epo_trl.demo --seeds 0 1 2 3 4
+    python -m poly_epo_trl.demo --task sum_pair      # the toy sum task: every method solves every sum
+
+Each run is a recipe given to ``poly_epo_trl.train``; evaluations, table and figure are ``evaluation``'s. Writes
+results.json and demo.png (distinct correct strategies over training, pass@k against k) to --out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import time
+import warnings
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import datasets
+import torch
+import transformers
+
+from poly_epo_trl.assembly import TrainingParts, assemble_training, held_out_agent, held_out_scoring
+from poly_epo_trl.commands import train
+from poly_epo_trl.constants import BUILTIN_PREFIX
+from poly_epo_trl.evaluation.episodes import EpisodeSampler
+from poly_epo_trl.evaluation.plots import training_figure
+from poly_epo_trl.evaluation.report import across_seeds, format_table, seeds_interval, summarize
+from poly_epo_trl.evaluation.runner import episode_metrics, policy_metrics
+from poly_epo_trl.tasks import TASKS
+
+METHODS = ("grpo", "grpo_div", "poly_epo")
+LABELS = {"grpo": "GRPO (Dr.GRPO)", "grpo_div": "GRPO+DIV", "poly_epo": "Poly-EPO", "warm": "warm start"}
+CURVE = ("step", "eval/pass@1", "eval/distinct_correct_clusters")  # the log history's keys the curves keep
+COLORS = {"GRPO (Dr.GRPO)": "tab:red", "GRPO+DIV": "tab:orange", "Poly-EPO": "tab:blue", "warm start": "gray"}
+
+
+@dataclass
+class DemoSettings:
+    task: str = "prime_pair"  # where GRPO loses problems at large k and Poly-EPO keeps them
+    steps: int = 200
+    learning_rate: float = 6e-4
+    prompts_per_step: int = 8
+    num_generations: int = 8
+    set_size: int = 4
+    diversity_coef: float = 0.5
+    eval_samples: int = 32
+    curve_samples: int = 16
+    curve_every: int = 25
+    checkpoint: str | None = None
+    methods: list[str] = field(default_factory=lambda: list(METHODS))
+    seeds: list[int] = field(default_factory=lambda: [0])
+
+
+FIXED = """--eval_at_start true --lr_scheduler_type constant --report_to none --save_strategy no --use_cpu true
+--bf16 false --activation_checkpointing false --disable_tqdm true --log_level error"""
+
+
+def recipe(method: str, seed: int, s: DemoSettings, out: Path) -> list[str]:
+    """The run as ``poly-epo train`` arguments; the task supplies its reward, judge, warm start and prompt format."""
+    task = BUILTIN_PREFIX + s.task
+    flags = f"""--dataset_name {task} --eval_dataset_name {task} --eval_steps {s.curve_every} --trainer {method}
+    --eval_num_samples {s.curve_samples} --output_dir {out / "runs" / f"{method}-seed{seed}"} --seed {seed}
+    --data_seed {seed} --per_device_train_batch_size {s.prompts_per_step * s.num_generations} --set_size {s.set_size}
+    --num_generations {s.num_generations} --diversity_coef {s.diversity_coef} --max_steps {s.steps}
+    --learning_rate {s.learning_rate} --logging_steps {max(s.steps // 4, 1)}"""
+    return [*FIXED.split(), *flags.split(), *(["--model_name_or_path", s.checkpoint] if s.checkpoint else [])]
+
+
+def final_summary(trainer: Any, parts: TrainingParts, samples: int, parsed: tuple, seed: int) -> dict:
+    """``evaluation``'s summary of ``samples`` per held-out problem (the sampling seed is the training seed; majority
+    vote as the recipe's in-training evaluation counts it); for an agent, episodes played as training plays them."""
+    script_args, config, _ = parsed
+    rows, indices = parts.eval_rows, range(len(parts.eval_rows))
+    scorer, settings = held_out_scoring(parts, config, samples, seed, script_args.eval_vote_answer)
+    agent = held_out_agent(parts, config)
+    if agent is None:
+        metrics = policy_metrics(trainer.model, trainer.processing_class, rows, indices, scorer, settings)
+    else:
+        metrics = episode_metrics(EpisodeSampler.for_trainer(trainer, settings, agent), rows, indices, scorer)
+    return summarize(metrics, num_resamples=200)
+
+
+def train_method(method: str, seed: int, s: DemoSettings, out: Path) -> dict[str, Any]:
+    """One recipe through ``train``: its eval/* log history as curves, then the final held-out evaluation."""
+    parsed = train.parse(recipe(method, seed, s, out))
+    parts = assemble_training(*parsed)
+    start = time.perf_counter()
+    trainer = train.run(*parsed, parts, print_logs=False)
+    seconds = time.perf_counter() - start
+    curve = [{k: log[k] for k in CURVE} for log in trainer.state.log_history if CURVE[1] in log]
+    final = final_summary(trainer, parts, s.eval_samples, parsed, seed)
+    return {"curve": curve, "final": final, "train_seconds": seconds}
+
+
+def warm_start(s: DemoSettings, out: Path) -> dict[str, Any]:
+    """The warm start's final-style evaluation for each seed's sampling seed, through the recipe's (untrained)
+    trainer."""
+    print(f"evaluating the warm start on {s.task}'s held-out problems", flush=True)
+    parsed = train.parse(recipe("grpo", 0, s, out))
+    parts = assemble_training(*parsed)
+    trainer = train.make_trainer(*parsed, parts, print_logs=False)
+    return {str(seed): final_summary(trainer, parts, s.eval_samples, parsed, seed) for seed in s.seeds}
+
+
+def run_demo(s: DemoSettings, out: Path) -> dict[str, Any]:
+    """Every method for every seed, evaluated; results.json and demo.png under ``out``."""
+    torch.set_num_threads(1)
+    start = time.perf_counter()
+    warm = warm_start(s, out)
+    runs: dict[str, dict[str, Any]] = {m: {} for m in s.methods}
+    todo = [(seed, m) for seed in s.seeds for m in s.methods]
+    for i, (seed, method) in enumerate(todo, 1):
+        print(f"training {i}/{len(todo)} {LABELS[method]}, seed {seed}", flush=True)
+        runs[method][str(seed)] = train_method(method, seed, s, out)
+    finals = {"warm": list(warm.values())} | {m: [run["final"] for run in runs[m].values()] for m in s.methods}
+    summary = {LABELS[m]: across_seeds(values) for m, values in finals.items()}
+    report = {"settings": asdict(s), "warm_start": warm, "summary": summary, "runs": runs}
+    report.update(poly_epo_vs_grpo(summary))
+    report["seconds"] = time.perf_counter() - start
+    (out / "results.json").write_text(json.dumps(report, indent=2))
+    curves = {
+        LABELS[m]: [[(p["step"], p[CURVE[2]]) for p in run["curve"]] for run in by_seed.values()]
+        for m, by_seed in runs.items()
+    }
+    band = seeds_interval(len(s.seeds))
+    training_figure(curves, "distinct correct strategies", summary, band, COLORS).savefig(out / "demo.png", dpi=110)
+    problems = summary[LABELS["warm"]]["num_problems"]
+    what = f"mean [{band}]" if len(s.seeds) > 1 else band
+    print(f"\n{s.task}: {problems} held-out prompts, {s.eval_samples} samples each; seeds {s.seeds} ({what})")
+    print(format_table(summary, first=""))
+    print()
+    for line in headline(summary, report):
+        print(line)
+    print(f"figure: {out / 'demo.png'}   numbers: {out / 'results.json'}   ({report['seconds']:.0f} s)")
+    return report
+
+
+def poly_epo_vs_grpo(summary: dict[str, Any]) -> dict[str, float]:
+    """Poly-EPO against GRPO on the means: the ratio of distinct correct clusters and the pass@1 difference in
+    points; empty unless both methods ran."""
+    if LABELS["grpo"] not in summary or LABELS["poly_epo"] not in summary:
+        return {}
+    grpo, poly = summary[LABELS["grpo"]], summary[LABELS["poly_epo"]]
+    distinct = [x["distinct_correct_clusters"]["mean"] for x in (poly, grpo)]
+    return {
+        "distinct_ratio_poly_epo_vs_grpo": distinct[0] / max(distinct[1], 1e-9),
+        "pass_at_1_gap_points": 100 * (poly["pass_at_k"]["mean"][0] - grpo["pass_at_k"]["mean"][0]),
+    }
+
+
+def headline(summary: dict[str, Any], report: dict[str, Any]) -> list[str]:
+    """The numbers that matter: pass@k at the largest k for the warm start and each method, and Poly-EPO against
+    GRPO in distinct correct strategies and pass@1."""
+    n = summary[LABELS["warm"]]["num_samples"]
+    at_n = ", ".join(f"{label} {stats['pass_at_k']['mean'][-1]:.3f}" for label, stats in summary.items())
+    lines = [f"pass@{n} (problems solved within {n} tries): {at_n}"]
+    if "distinct_ratio_poly_epo_vs_grpo" in report:
+        lines.append(
+            f"Poly-EPO / GRPO distinct correct strategies: {report['distinct_ratio_poly_epo_vs_grpo']:.2f}x; "
+            f"pass@1 difference {report['pass_at_1_gap_points']:+.1f} points"
+        )
+    return lines
+
+
+def parse_args(argv: list[str] | None, defaults: DemoSettings, out: Path) -> tuple[DemoSettings, Path]:
+    parser = argparse.ArgumentParser(description=f"GRPO vs GRPO+DIV vs Poly-EPO on {defaults.task}, on CPU.")
+    parser.add_argument("--out", type=Path, default=out)
+    parser.add_argument("--task", default=defaults.task, help="a built-in task (builtin:<task>)")
+    parser.add_argument("--seeds", type=int, nargs="+", default=defaults.seeds)
+    parser.add_argument("--methods", nargs="+", default=defaults.methods, choices=METHODS)
+    parser.add_argument("--checkpoint", default=None, help="a warm start other than the task's")
+    numbers = ("steps", "learning_rate", "prompts_per_step", "num_generations", "set_size", "diversity_coef")
+    for name in (*numbers, "eval_samples", "curve_every", "curve_samples"):
+        value = getattr(defaults, name)
+        parser.add_argument(f"--{name.replace('_', '-')}", type=type(value), default=value)
+    args = parser.parse_args(argv)
+    if args.task not in TASKS:
+        parser.error(f"--task {args.task!r}: {TASKS.hint()}")
+    return DemoSettings(**{f.name: getattr(args, f.name) for f in fields(DemoSettings)}), args.out
+
+
+def main(
+    argv: list[str] | None = None, defaults: DemoSettings | None = None, out: Path = Path("outputs/demo")
+) -> dict[str, Any]:
+    logging.basicConfig(level=logging.WARNING, format="  %(message)s")
+    logging.getLogger("poly_epo_trl.evaluation").setLevel(logging.INFO)  # a line per held-out evaluation
+    logging.getLogger("transformers").setLevel(logging.ERROR)
+    datasets.disable_progress_bars()
+    transformers.utils.logging.disable_progress_bar()
+    warnings.filterwarnings("ignore", category=FutureWarning)
+    warnings.filterwarnings("ignore", category=UserWarning)
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # environment_factory is experimental in TRL 1.16
+    settings, out = parse_args(argv, defaults or DemoSettings(), out)
+    try:
+        return run_demo(settings, out)
+    except train.RecipeError as error:
+        raise SystemExit(f"error: {error}") from None
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,295 @@
+"""Training entry point: a YAML recipe (plus command-line overrides) in, a trained model out.
+
+    accelerate launch --config_file recipes/accelerate_configs/zero2.yaml -m poly_epo_trl.train \\
+        --config recipes/Qwen3-4B-Base/poly_epo/config_polaris.yaml
+    python -m poly_epo_trl.train --config recipes/tiny/poly_epo/config_cpu.yaml --dry_run true
+
+``trainer`` picks Poly-EPO, Dr.GRPO or GRPO+DIV, so the paper's comparison is three recipes that differ in one line.
+Everything is checked before the model loads: unknown keys, dataset columns, rewards, the judge (one probe call).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+import torch
+from transformers.trainer_callback import PrinterCallback, ProgressCallback
+from trl import ModelConfig, get_peft_config, get_quantization_config
+
+from poly_epo_trl.assembly import (
+    ScriptArguments,
+    TrainingParts,
+    assemble_training,
+    cpu_slowdowns,
+    hub_dataset_name,
+    is_main_process,
+    model_init_kwargs,
+    parse_and_run,
+    pass_at_k_callback,
+    resume_checkpoint,
+    stop,
+)
+from poly_epo_trl.data import save_training_problems
+from poly_epo_trl.evaluation.curves import FIGURE, plot_runs
+from poly_epo_trl.methods import get_method
+from poly_epo_trl.models import resolve_model
+from poly_epo_trl.recipe import RecipeError, parse_recipe, recipe_value
+from poly_epo_trl.tasks import task_defaults
+from poly_epo_trl.trainer import PolyEPOConfig, PolyEPOTrainer
+from poly_epo_trl.trainer.engines import (
+    asked_engine,
+    engine_mismatch,
+    engine_of,
+    final_model_from_checkpoint,
+    save_final_model,
+)
+from poly_epo_trl.trainer.resume import finished_step, remove_checkpoints, run_identity
+
+logger = logging.getLogger(__name__)
+
+
+def parse(argv: list[str] | None = None) -> tuple[ScriptArguments, PolyEPOConfig, ModelConfig]:
+    """The recipe's three configs; a built-in task (``dataset_name: builtin:<task>``) supplies the keys it declares
+    (reward, judge, warm start, prompt format) where the recipe leaves them out."""
+    named = recipe_value(argv, "dataset_name")
+    dataset = named or ScriptArguments.dataset_name
+    mixture = recipe_value(argv, "datasets")  # TRL's mixture is used instead of dataset_name, as `trl grpo` does
+    if mixture and named:
+        logger.warning(  # TRL's grpo script's words
+            "Both `datasets` and `dataset_name` are provided. The `datasets` argument will be used to load the "
+            "dataset and `dataset_name` will be ignored."
+        )
+    defaults = task_defaults(dataset) if isinstance(dataset, str) and not mixture else {}
+    script_args, training_args, model_args = parse_recipe(
+        (ScriptArguments, PolyEPOConfig, ModelConfig), argv, defaults
+    )
+    try:
+        method = get_method(script_args.trainer)
+        training_args.check_with(training_args, method.uses)
+    except ValueError as error:
+        raise RecipeError(f"trainer={script_args.trainer!r}: {error}") from None
+    return script_args, training_args, model_args
+
+
+LAUNCH_TRIGGERS = ("--accelerate_config", "--num_processes")
+
+
+def launch_flags() -> dict[str, bool]:
+    """``accelerate launch``'s own options that no recipe key shadows, each with whether it takes a value."""
+    from accelerate.commands.launch import launch_command_parser
+
+    recipe = {f"--{f.name}" for cls in (ScriptArguments, PolyEPOConfig, ModelConfig) for f in fields(cls)}
+    flags = {"--accelerate_config": True}
+    for action in launch_command_parser()._actions:
+        for option in action.option_strings:
+            if option.startswith("--") and option not in recipe and option != "--help":
+                flags[option] = action.nargs != 0
+    return flags
+
+
+def split_launch_args(argv: list[str]) -> tuple[list[str], list[str]]:
+    """``argv`` as (``accelerate launch``'s options, the recipe's)."""
+    flags, launch, recipe = launch_flags(), [], []
+    items = iter(argv)
+    for arg in items:
+        name = arg.split("=", 1)[0]
+        if name not in flags:
+            recipe.append(arg)
+            continue
+        launch.append(arg)
+        if flags[name] and "=" not in arg:
+            launch.append(next(items, ""))
+    return launch, recipe
+
+
+def launch(argv: list[str]) -> None:
+    """``poly-epo train --accelerate_config zero2 --num_processes 8 ...``: start ``accelerate launch -m
+    poly_epo_trl.train`` with those options, as ``trl grpo`` does (``--accelerate_config``: a file, or the name of a
+    config TRL ships: zero1/2/3, fsdp1/2, multi_gpu, single_gpu); the other arguments go to every process."""
+    from accelerate.commands.launch import launch_command, launch_command_parser
+    from trl.cli.accelerate_config import resolve_accelerate_config_argument
+
+    launch_args, recipe_args = split_launch_args(argv)
+    try:
+        launch_args = resolve_accelerate_config_argument(launch_args)
+    except ValueError as error:
+        stop(f"error: --accelerate_config: {error}", 2)
+    problem = launch_problem(launch_args)
+    if problem:
+        stop(f"error: {problem}", 2)
+    command = launch_command_parser().parse_args([*launch_args, "--module", "poly_epo_trl.train", *recipe_args])
+    launch_command(command)
+
+
+def launch_problem(launch_args: list[str]) -> str | None:
+    """What ``accelerate launch`` would stop on with a traceback, in one line: a process count below 1, a config file
+    that is not a mapping of accelerate's keys."""
+    import yaml
+
+    def value(flag: str) -> str | None:
+        for i, arg in enumerate(launch_args):
+            if arg == flag and i + 1 < len(launch_args):
+                return launch_args[i + 1]
+            if arg.startswith(f"{flag}="):
+                return arg.split("=", 1)[1]
+        return None
+
+    processes = value("--num_processes")
+    if processes is not None and (not processes.lstrip("-").isdigit() or int(processes) < 1):
+        return f"--num_processes {processes}: the number of processes to launch, at least 1."
+    config = value("--config_file")
+    if config is not None:
+        try:
+            loaded = yaml.safe_load(Path(config).read_text())
+        except (OSError, yaml.YAMLError) as error:
+            return f"--accelerate_config {config}: cannot be read as YAML ({error})."
+        if not isinstance(loaded, dict):
+            return (
+                f"--accelerate_config {config}: holds {type(loaded).__name__}, not a mapping of accelerate's keys "
+                "(`accelerate config` writes one; recipes/accelerate_configs/ has examples)."
+            )
+    return None
+
+
+def main(argv: list[str] | None = None) -> Any:
+    """``poly-epo train``: the recipe checked and assembled, then trained (``--dry_run``: checked only), through the
+    entry points' one way out (``assembly.parse_and_run``). With ``--accelerate_config`` or ``--num_processes`` it
+    launches ``accelerate`` first (``launch``). Returns the trainer (the assembled parts for a dry run)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "WORLD_SIZE" not in os.environ and any(a.split("=", 1)[0] in LAUNCH_TRIGGERS for a in argv):
+        return launch(argv)
+    return parse_and_run(prepare, train, argv)[1]
+
+
+def prepare(argv: list[str] | None) -> tuple[ScriptArguments, PolyEPOConfig, ModelConfig, TrainingParts]:
+    """The recipe's configs and everything assembled from them, checked before any model loads."""
+    script_args, training_args, model_args = parse(argv)
+    return script_args, training_args, model_args, assemble_training(script_args, training_args, model_args)
+
+
+def train(prepared: tuple[ScriptArguments, PolyEPOConfig, ModelConfig, TrainingParts]) -> Any:
+    """Train the prepared recipe and end the run as TRL's script ends it (``finish``); a dry run stops first."""
+    script_args, training_args, model_args, parts = prepared
+    dataset = parts.train_dataset
+    logger.info("%d training prompts; first: %r", len(dataset), dataset[0]["prompt"])
+    for message in cpu_slowdowns(training_args, torch.cuda.is_available()):
+        logger.warning("Training on CPU with %s", message)
+    if script_args.dry_run:
+        print(
+            f"dry run ok: trainer={script_args.trainer}, {len(dataset)} prompts, rewards {script_args.reward_funcs}, "
+            f"judge {training_args.judge!r}"
+        )
+        return parts
+    trainer = run(script_args, training_args, model_args, parts)
+    if trainer is not None:
+        finish(trainer, script_args, training_args)
+    return trainer
+
+
+def run(
+    script_args: ScriptArguments,
+    training_args: PolyEPOConfig,
+    model_args: ModelConfig,
+    parts: TrainingParts,
+    print_logs: bool = True,
+) -> Any:
+    """Train from the assembled recipe: record the training problems, make the trainer the recipe names (plus the
+    held-out evaluation), resume from the last checkpoint, train, save. Returns the trainer, or None when
+    ``output_dir`` already holds the finished run (its final model is made sure of). ``print_logs=False`` drops the
+    log dicts and the progress bar (the held-out evaluation still logs a line each time)."""
+    if script_args.overwrite_output_dir:
+        checkpoint = None
+        if is_main_process():
+            remove_checkpoints(training_args.output_dir)
+    else:
+        identity = run_identity(get_method(script_args.trainer), training_args)
+        checkpoint = resume_checkpoint(training_args, identity)
+    done = finished_step(checkpoint, training_args.max_steps) if isinstance(checkpoint, str) else None
+    if done is not None:
+        print(f"{checkpoint} is step {done}, the run's last: nothing left to train.", flush=True)
+        if is_main_process() and final_model_from_checkpoint(checkpoint, training_args.output_dir):
+            print(f"{training_args.output_dir} had no final model: copied the one of {checkpoint}.", flush=True)
+        return None
+    if is_main_process():
+        save_training_problems(
+            training_args.output_dir,
+            parts.training_problems,
+            script_args.dataset_name,
+            script_args.dataset_train_split,
+        )
+    trainer = make_trainer(script_args, training_args, model_args, parts, print_logs)
+    trainer.train(resume_from_checkpoint=checkpoint)
+    save_final_model(trainer, training_args.output_dir)
+    save_curves(trainer, training_args.output_dir)
+    return trainer
+
+
+def finish(trainer: Any, script_args: ScriptArguments, training_args: PolyEPOConfig) -> None:
+    """The end of a run, as TRL's GRPO script ends it: with ``push_to_hub``, the model, its card (the method, the
+    judge, the set size, the paper) and the run's files go to the Hub repository ``hub_model_id``, named after the
+    dataset; then ``trainer.end()`` finishes the trackers and the process group."""
+    if training_args.push_to_hub:
+        trainer.push_to_hub(dataset_name=hub_dataset_name(script_args))
+        if trainer.accelerator.is_main_process:
+            print(f"pushed to the Hub: {trainer.hub_model_id}", flush=True)
+    trainer.accelerator.wait_for_everyone()  # no process ends the group while another is still at work
+    trainer.end()
+
+
+def save_curves(trainer: Any, output_dir: str) -> Path | None:
+    """The run's log history (``trainer_state.json``) and its curves (``training_curves.png``, as ``poly-epo
+    plot`` draws them) in ``output_dir``, by the main process; None elsewhere or when nothing was logged."""
+    trainer.save_state()
+    if not trainer.accelerator.is_main_process:
+        return None
+    try:
+        return plot_runs([Path(output_dir)], Path(output_dir) / FIGURE)
+    except ValueError:  # nothing logged (logging_steps past max_steps)
+        return None
+
+
+def make_trainer(
+    script_args: ScriptArguments,
+    training_args: PolyEPOConfig,
+    model_args: ModelConfig,
+    parts: TrainingParts,
+    print_logs: bool = True,
+) -> Any:
+    """The trainer the recipe names, with its held-out evaluation, its engine checked and said; not yet trained."""
+    model = resolve_model(model_args.model_name_or_path)
+    training_args.model_init_kwargs = model_init_kwargs(model_args, training_args)
+    method = get_method(script_args.trainer)
+    kwargs = {"judge": parts.judge} if method.needs_judge else {}
+    trainer = PolyEPOTrainer(
+        method=method,
+        model=model,
+        reward_funcs=parts.reward_funcs,
+        args=training_args,
+        train_dataset=parts.train_dataset,
+        eval_dataset=parts.eval_dataset,
+        peft_config=get_peft_config(model_args),
+        quantization_config=get_quantization_config(model_args),
+        **kwargs,
+        **parts.agent,
+    )
+    engine = engine_of(trainer.accelerator)
+    mismatch = engine_mismatch(asked_engine(), engine)
+    if mismatch:
+        raise RecipeError(mismatch)
+    if trainer.accelerator.is_main_process:
+        print(engine.describe(), flush=True)
+    if parts.eval_rows:
+        trainer.add_callback(pass_at_k_callback(trainer, parts, script_args, training_args))
+    if not print_logs:
+        trainer.remove_callback(PrinterCallback)
+        trainer.remove_callback(ProgressCallback)
+    return trainer
+
+
+if __name__ == "__main__":
+    main()

@@ -1,3 +1,0 @@
-from .run import main
-
-main()

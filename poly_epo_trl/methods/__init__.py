@@ -1,0 +1,36 @@
+"""Advantage methods: how a step's judged groups become what the loss trains on, one registered function each
+(``base``: the interface; ``apply``: what the trainer does around every method). Built in: ``poly_epo`` (the
+marginal set advantage), the paper's baselines ``grpo`` (Dr.GRPO) and ``grpo_div`` (GRPO+DIV), and two from the
+literature: ``pass_at_k`` (Pass@k Training's analytic advantage) and ``novelty`` (a cross-step novelty bonus in the
+spirit of outcome-based exploration)."""
+
+from . import baselines, novelty, pass_at_k, poly_epo
+from .apply import MethodResult, apply_fallbacks, apply_method
+from .base import (
+    KINDS,
+    METHODS,
+    Method,
+    MethodState,
+    SetBatch,
+    advantage_method,
+    bonus_method,
+    get_method,
+)
+
+__all__ = [
+    "KINDS",
+    "METHODS",
+    "Method",
+    "MethodResult",
+    "MethodState",
+    "SetBatch",
+    "advantage_method",
+    "apply_fallbacks",
+    "apply_method",
+    "baselines",
+    "bonus_method",
+    "get_method",
+    "novelty",
+    "pass_at_k",
+    "poly_epo",
+]

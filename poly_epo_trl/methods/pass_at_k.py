@@ -1,0 +1,69 @@
+"""Pass@k Training (Chen et al. 2025, arXiv 2508.10751): the analytic advantage of a group's pass@k, for rewards
+read as correct or not (``correct_reward_threshold``), k = ``set_size``. With N scored rollouts of which N_neg are
+incorrect, the group's pass@k is R = 1 - C(N_neg, k) / C(N, k) and sigma = sqrt(R (1 - R)); a correct rollout gets
+(1 - R) / sigma, an incorrect one (1 - R - C(N_neg - 1, k - 1) / C(N - 1, k - 1)) / sigma, and a group whose sets
+of k all succeed or all fail (sigma = 0) gets 0. It is the marginal set advantage of f(G) = max reward
+(``set_objective: pass_at_n``) divided by sigma (``tests/test_methods.py`` checks the two agree).
+
+    trainer: pass_at_k
+    set_size: 4   # k
+"""
+
+from __future__ import annotations
+
+from math import comb
+from typing import Any
+
+import torch
+
+from .base import SetBatch, advantage_method
+
+PASS_AT_K_PAPER = {
+    "title": "Pass@k Training for Adaptively Balancing Exploration and Exploitation of Large Reasoning Models",
+    "id": "2508.10751",
+    "citation": """\
+@article{chen2025passk,
+    title        = {{Pass@k Training for Adaptively Balancing Exploration and Exploitation of Large Reasoning Models}},
+    author       = {Chen, Zhipeng and others},
+    year         = 2025,
+    eprint       = {arXiv:2508.10751},
+}""",
+}
+
+
+def group_advantages(correct: list[bool], k: int) -> list[float]:
+    """Chen et al.'s advantages of one group's scored rollouts (``correct``: each one's verdict)."""
+    n, negatives = len(correct), correct.count(False)
+    if n < k:
+        return [0.0] * n
+    mean = 1 - comb(negatives, k) / comb(n, k)
+    sigma = (mean * (1 - mean)) ** 0.5
+    if sigma == 0:
+        return [0.0] * n
+    positive = (1 - mean) / sigma
+    negative = (1 - mean - comb(negatives - 1, k - 1) / comb(n - 1, k - 1)) / sigma if negatives else 0.0
+    return [positive if c else negative for c in correct]
+
+
+def describe(settings: Any) -> str:
+    return f"- Pass@k Training: the analytic advantage of each group's pass@{settings.set_size} (Chen et al. 2025)."
+
+
+@advantage_method(
+    "pass_at_k",
+    needs_judge=False,
+    uses=("set_size", "correct_reward_threshold"),
+    label="Pass@k Training",
+    describe=describe,
+    tags=("pass-at-k",),
+    paper=PASS_AT_K_PAPER,
+)
+def pass_at_k(batch: SetBatch, settings: Any) -> torch.Tensor:
+    """[G, N] advantages; unscored rollouts (NaN reward) are left out of their group and get 0."""
+    advantages = torch.zeros_like(batch.rewards)
+    for g, rewards in enumerate(batch.rewards):
+        scored = ~torch.isnan(rewards)
+        correct = (rewards[scored] >= settings.correct_reward_threshold).tolist()
+        values = group_advantages(correct, min(settings.set_size, batch.group_size))
+        advantages[g, scored] = torch.tensor(values, dtype=advantages.dtype)
+    return advantages

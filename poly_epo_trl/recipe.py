@@ -1,0 +1,181 @@
+"""Recipes at the door: parse a YAML recipe plus command-line overrides into the config classes, with one-line
+errors (``RecipeError``) for bad YAML, unknown keys and bad values. A YAML recipe hands its values over as they are
+(``set_size: 2.5`` stays a float, ``reward_funcs: math`` a string), so each field's value is held to its type."""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import sys
+import types
+import typing
+from typing import Any, Literal, Union
+
+
+class RecipeError(ValueError):
+    """A recipe that cannot run; the message says what to change."""
+
+
+def parse_recipe(
+    classes: tuple[type, ...], argv: list[str] | None, defaults: dict[str, Any] | None = None
+) -> tuple[Any, ...]:
+    """``TrlParser(classes).parse_args_and_config(argv)``, every value held to its field's type, and every user
+    error (YAML syntax, unreadable file, unknown key, bad value) a ``RecipeError`` of one line. ``defaults``
+    replace the fields' own defaults (the recipe and the command line still override them)."""
+    import yaml
+    from trl import TrlParser
+
+    parser = TrlParser(classes)
+    parser.error = _argument_error
+    if defaults:
+        parser.set_defaults_with_config(**defaults)
+    try:
+        check_duplicate_keys(argv)
+        parsed = parser.parse_args_and_config(argv)
+        for obj in parsed:  # ours check their fields in __post_init__, before any conversion; others (TRL's) here
+            if not type(obj).__module__.startswith(__package__):
+                check_field_types(obj)
+    except yaml.YAMLError as error:
+        where = getattr(error, "problem_mark", None)
+        name = getattr(where, "name", None)
+        source = f" {name}" if name and not name.startswith("<") else ""
+        at = f" (line {where.line + 1}, column {where.column + 1})" if where is not None else ""
+        problem = getattr(error, "problem", None) or error
+        raise RecipeError(f"The recipe{source} is not valid YAML{at}: {problem}.") from None
+    except OSError as error:
+        raise RecipeError(f"Cannot read the recipe: {error}.") from None
+    except (ValueError, TypeError) as error:
+        raise RecipeError(_explain_unknown(str(error), classes)) from None
+    return tuple(parsed)
+
+
+def check_duplicate_keys(argv: list[str] | None) -> None:
+    """RecipeError for a key that the ``--config`` YAML sets twice (YAML keeps the last silently), both lines named.
+    (The command line may override a key, and a key given there twice is argparse's: the last wins.)"""
+    import yaml
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    if "--config" not in args[:-1]:
+        return
+
+    class Loader(yaml.SafeLoader):
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            seen: dict[Any, int] = {}
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=deep)
+                if key in seen:
+                    raise RecipeError(
+                        f"The recipe sets {key!r} twice (lines {seen[key]} and {key_node.start_mark.line + 1}): YAML "
+                        "would keep the last silently. Keep one."
+                    )
+                seen[key] = key_node.start_mark.line + 1
+            return super().construct_mapping(node, deep)
+
+    with open(args[args.index("--config") + 1]) as file:
+        yaml.load(file, Loader=Loader)
+
+
+def recipe_value(argv: list[str] | None, key: str) -> Any:
+    """The value ``key`` gets from the command line (``--key v``, ``--key=v``) or else the ``--config`` YAML; None when
+    neither sets it or the recipe cannot be read (``parse_recipe`` reports that)."""
+    import yaml
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    for i, arg in enumerate(args):
+        for flag in (f"--{key}", f"--{key.replace('_', '-')}"):
+            if arg == flag and i + 1 < len(args):
+                return args[i + 1]
+            if arg.startswith(flag + "="):
+                return arg.split("=", 1)[1]
+    if "--config" in args[:-1]:
+        try:
+            with open(args[args.index("--config") + 1]) as file:
+                config = yaml.safe_load(file)
+        except (OSError, yaml.YAMLError):
+            return None
+        if isinstance(config, dict):
+            return config.get(key)
+    return None
+
+
+def _argument_error(message: str) -> None:
+    """argparse's error, without its 200-line usage dump: ``--set_size/--set-size: invalid int value: 'four'``."""
+    field_name = message.split("/", 1)[0].removeprefix("argument --").strip()
+    raise RecipeError(f"{field_name}: {message.split(': ', 1)[-1]}.")
+
+
+def _explain_unknown(message: str, classes: tuple[type, ...]) -> str:
+    """TrlParser's unknown-key error as the keys, each with the closest known field."""
+    if "Unknown arguments" not in message and "not used by" not in message:
+        return message
+    known = {f.name for cls in classes for f in dataclasses.fields(cls)}
+    keys = [word.strip("'[],") for word in message.split() if word.strip("'[],").startswith("--")]
+    hints = []
+    for key in keys:
+        close = difflib.get_close_matches(key[2:], known, n=1)
+        hints.append(f"{key[2:]!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+    return f"Unknown recipe keys: {', '.join(hints)}. Remove or rename them."
+
+
+def _accepts(hint: Any, value: Any) -> bool:
+    """Whether ``value`` fits the type ``hint`` (int for float, any element type for an unparametrised container)."""
+    if hint is Any:
+        return True
+    origin = typing.get_origin(hint)
+    if origin in (Union, types.UnionType):
+        return any(_accepts(option, value) for option in typing.get_args(hint))
+    if origin is Literal:
+        return value in typing.get_args(hint)
+    if hint is type(None):
+        return value is None
+    if hint is bool:
+        return isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if hint is float:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if origin in (list, tuple):
+        args = typing.get_args(hint)
+        element = args[0] if args else Any
+        return isinstance(value, list | tuple) and all(_accepts(element, item) for item in value)
+    if origin is dict or hint is dict:
+        return isinstance(value, dict)
+    if isinstance(hint, type):
+        return isinstance(value, hint) or (hint is str and isinstance(value, str))
+    return True  # a type this check does not know: the class's own __post_init__ decides
+
+
+def _describe(hint: Any) -> str:
+    origin = typing.get_origin(hint)
+    if origin in (Union, types.UnionType):
+        return " or ".join(_describe(option) for option in typing.get_args(hint))
+    if origin in (list, tuple):
+        args = typing.get_args(hint)
+        return f"a list of {_describe(args[0])}" if args else "a list"
+    if origin is Literal:
+        return f"one of {list(typing.get_args(hint))}"
+    if hint is type(None):
+        return "null"
+    return getattr(hint, "__name__", str(hint))
+
+
+def check_field_types(obj: Any, names: typing.Iterable[str] | None = None, none_allowed: bool = True) -> None:
+    """ValueError naming the first field of dataclass ``obj`` whose value does not fit its annotation: the field, the
+    value, what it should be. None passes (argparse's "unset": the class decides) unless ``none_allowed`` is False."""
+    hints = typing.get_type_hints(type(obj))
+    wanted = set(names) if names is not None else None
+    for field in dataclasses.fields(obj):
+        if not field.init or (wanted is not None and field.name not in wanted) or field.name not in hints:
+            continue
+        value = getattr(obj, field.name)
+        hint = hints[field.name]
+        if value is None and not none_allowed and not _accepts(hint, None):
+            raise ValueError(f"{field.name}=None: it must be {_describe(hint)} (drop the key for its default).")
+        if value is not None and not _accepts(hint, value):  # None: argparse's "unset"; the class decides
+            example = ""
+            options = [hint, *typing.get_args(hint)]
+            if any(option in (list, tuple) or typing.get_origin(option) in (list, tuple) for option in options):
+                example = f" (write [{value}] for one item)" if isinstance(value, str) else ""
+            raise ValueError(
+                f"{field.name}={value!r} is {type(value).__name__}: it must be {_describe(hint)}{example}."
+            )

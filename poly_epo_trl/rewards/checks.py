@@ -1,0 +1,98 @@
+"""Reward functions held to TRL's contract where it would fail later or silently: the dataset columns a reward reads
+are there before training starts (``missing_columns``), and what a reward returns is one number (or None) per
+completion, every step (``checked_reward``)."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import math
+from collections.abc import Callable, Iterable
+from numbers import Real
+from typing import Any
+
+# What TRL passes every reward function besides the dataset's columns (GRPOTrainer._calculate_rewards)
+TRL_ARGUMENTS = frozenset(
+    {"prompts", "completions", "completion_ids", "trainer_state", "log_extra", "log_metric", "environments"}
+)
+
+
+def reward_name(reward: Any) -> str:
+    return getattr(reward, "__name__", type(reward).__name__)
+
+
+def reward_columns(reward: Any) -> list[str]:
+    """The dataset columns a reward function reads: its parameters without a default that TRL does not fill in
+    itself (a reward model reads none)."""
+    from torch import nn
+
+    if isinstance(reward, nn.Module) or not callable(reward):
+        return []
+    try:
+        parameters = inspect.signature(reward).parameters.values()
+    except (TypeError, ValueError):
+        return []
+    plain = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return [
+        p.name
+        for p in parameters
+        if p.kind in plain and p.default is inspect.Parameter.empty and p.name not in TRL_ARGUMENTS
+    ]
+
+
+def missing_columns(rewards: Iterable[Any], columns: Iterable[str]) -> list[tuple[str, str]]:
+    """(reward, column) for each column a reward reads that ``columns`` lacks."""
+    have = set(columns)
+    return [(reward_name(r), c) for r in rewards for c in reward_columns(r) if c not in have]
+
+
+def check_output(name: str, output: Any, count: int) -> int:
+    """ValueError naming the reward and what it returned, unless ``output`` holds a number or None for each of the
+    ``count`` completions and is not NaN for every one of them; returns how many are NaN."""
+    if not isinstance(output, list | tuple):
+        raise ValueError(
+            f"Reward {name!r} returned {type(output).__name__} {repr(output)[:80]}: a reward function returns a list, "
+            "one number (or None, not scored) per completion."
+        )
+    wrong = [v for v in output if v is not None and not isinstance(v, Real)]
+    if wrong:
+        raise ValueError(
+            f"Reward {name!r} returned {wrong[0]!r} ({type(wrong[0]).__name__}) for a completion: a reward is a "
+            "number, or None for a completion it does not score."
+        )
+    if len(output) != count:
+        raise ValueError(
+            f"Reward {name!r} returned {len(output)} rewards for {count} completions: one per completion, in order."
+        )
+    nans = sum(1 for v in output if v is not None and math.isnan(v))
+    if output and nans == len(output):
+        raise ValueError(
+            f"Reward {name!r} returned NaN for every completion of the step: return a number, or None for a "
+            "completion it does not score (NaN is read as not scored; every completion unscored is a bug)."
+        )
+    return nans
+
+
+def checked_reward(reward: Callable[..., Any], name: str, count_nans: Callable[[int], None]) -> Callable[..., Any]:
+    """``reward`` with its output checked on every call (``check_output``); the NaNs it returns are counted through
+    ``count_nans``. An async reward stays async, as TRL's dispatch tells (``is_async_callable``)."""
+
+    def check(output: Any, kwargs: dict[str, Any]) -> Any:
+        count_nans(check_output(name, output, len(kwargs.get("completions") or kwargs.get("prompts") or [])))
+        return output
+
+    from trl.trainer.utils import is_async_callable
+
+    if is_async_callable(reward):  # as TRL tells them apart
+
+        @functools.wraps(reward)
+        async def checked_async(*args: Any, **kwargs: Any) -> Any:
+            return check(await reward(*args, **kwargs), kwargs)
+
+        return checked_async
+
+    @functools.wraps(reward)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        return check(reward(*args, **kwargs), kwargs)
+
+    return checked

@@ -1,0 +1,64 @@
+"""What a trainer is given, checked before the model loads, as a recipe is at the door: keyword arguments it does
+not take (with the name meant, or where the setting belongs), the training rows' prompts (``data.rows``), and the
+dataset columns the rewards read."""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+from dataclasses import fields
+from typing import Any
+
+from trl import GRPOConfig, GRPOTrainer
+
+from ..data.rows import checked_prompts
+from ..rewards.checks import missing_columns
+
+OWN_KEYWORDS = ("judge", "method", "check_judge")  # PolyEPOTrainer's own, beside GRPOTrainer's and the settings
+
+
+def check_keywords(trainer: str, kwargs: dict[str, Any], settings: frozenset[str]) -> None:
+    """TypeError for a keyword argument neither GRPOTrainer nor the Poly-EPO ``settings`` take: a GRPO setting is
+    pointed to ``args=GRPOConfig(...)``, a misspelling gets the name meant."""
+    accepted = set(inspect.signature(GRPOTrainer.__init__).parameters) | settings | set(OWN_KEYWORDS)
+    for name in kwargs:
+        if name in accepted:
+            continue
+        if name in {f.name for f in fields(GRPOConfig)}:
+            raise TypeError(
+                f"{trainer} got {name}={kwargs[name]!r}: {name} is a GRPO setting; set it on the config, "
+                f"args=GRPOConfig(..., {name}={kwargs[name]!r}) (or PolyEPOConfig)."
+            )
+        close = difflib.get_close_matches(name, sorted(accepted), n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        raise TypeError(f"{trainer} got an unexpected keyword argument {name!r}.{hint}")
+
+
+def checked_dataset(dataset: Any, what: str = "train_dataset") -> Any:
+    """``dataset`` with its ``prompt`` column checked (``data.rows.checked_prompts``: one format, known roles, a
+    content each; ShareGPT rows converted). A dataset without one, or one that streams, is left to TRL."""
+    names = getattr(dataset, "column_names", None)
+    if not names or "prompt" not in names or not hasattr(dataset, "__len__") or not len(dataset):
+        return dataset
+    try:
+        converted = checked_prompts(dataset["prompt"], "prompt")
+    except ValueError as error:
+        raise ValueError(f"{what}: {error}") from None
+    if converted is None:
+        return dataset
+    return dataset.remove_columns("prompt").add_column("prompt", converted)
+
+
+def check_reward_columns(rewards: Any, dataset: Any, what: str = "train_dataset") -> None:
+    """ValueError for a reward that reads a column the training rows lack (``rewards.checks.missing_columns``)."""
+    names = getattr(dataset, "column_names", None)
+    if not names:
+        return
+    funcs = rewards if isinstance(rewards, list | tuple) else [rewards]
+    missing = missing_columns([f for f in funcs if not isinstance(f, str)], names)
+    if missing:
+        reward, column = missing[0]
+        raise ValueError(
+            f"Reward {reward!r} reads the column {column!r}, which {what} lacks (its columns: {names}): add it, or "
+            "give the reward a default for it."
+        )

@@ -1,0 +1,235 @@
+"""The method door: a new advantage is one file, a registered function of the judged batch, trained from a recipe
+with nothing else changed; the trainer does the rest for every method. The two literature methods that ship
+(Pass@k Training's advantage, a cross-step novelty bonus) train from a recipe, and the novelty bonus's state resumes
+exactly after kill -9."""
+
+from __future__ import annotations
+
+import json
+import random
+import signal
+import subprocess
+import sys
+import textwrap
+from types import SimpleNamespace
+
+import pytest
+import torch
+from pass_at_k_reference import chen_et_al
+from tiny import save_tiny_model, toy_dataset
+from training_run import ENV, ROOT, Run, max_difference
+
+from poly_epo_trl import marginal_set_advantages
+from poly_epo_trl.commands.train import main
+from poly_epo_trl.judges import JudgeResult
+from poly_epo_trl.methods import METHODS, Method, SetBatch, advantage_method, apply_method, get_method
+from poly_epo_trl.methods.novelty import OutcomeCounts, novelty
+from poly_epo_trl.methods.pass_at_k import group_advantages
+from poly_epo_trl.recipe import RecipeError
+from poly_epo_trl.trainer import DrGRPOTrainer, GRPODivTrainer, PolyEPOConfig, PolyEPOTrainer
+
+TINY = ["--config", "recipes/tiny/poly_epo/config_cpu.yaml", "--max_steps", "2", "--logging_steps", "1"]
+SETTINGS = SimpleNamespace(correct_reward_threshold=1.0)
+MY_METHOD = '''
+"""Dr.GRPO's advantage times N / |cluster(y)|: a rollout in a small cluster counts more."""
+
+from poly_epo_trl.methods import advantage_method
+
+
+@advantage_method("cluster_scaled")
+def cluster_scaled(batch, settings):
+    grpo = batch.rewards - batch.rewards.nanmean(1, keepdim=True)
+    return grpo * batch.group_size / batch.cluster_sizes()
+'''
+
+
+def batch_of(rewards: list[list[float]], clusters: list[list[int]], mode: str = "train", texts=None) -> SetBatch:
+    r = torch.tensor(rewards, dtype=torch.float64)
+    c = torch.tensor(clusters)
+    g, n = r.shape
+    prompts = [f"problem {i // n}" for i in range(g * n)]
+    texts = texts or [f"answer {x}" for row in clusters for x in row]
+    verdicts = [JudgeResult(row, "test") for row in clusters]
+    return SetBatch(r, c, torch.full_like(r, torch.nan), mode, prompts, texts, list(texts), verdicts)
+
+
+def test_a_method_in_its_own_module_trains_from_a_recipe_with_nothing_else_changed(tmp_path):
+    """A scratch package with one new file, named by the recipe's ``trainer:`` as ``package.module:name``: the run
+    trains on exactly that method's advantages (read back from the audit trail of every judged group)."""
+    (tmp_path / "mypkg").mkdir()
+    (tmp_path / "mypkg" / "__init__.py").write_text("")
+    (tmp_path / "mypkg" / "mymethod.py").write_text(textwrap.dedent(MY_METHOD))
+    command = [sys.executable, "-m", "poly_epo_trl.train", "--config", str(ROOT / TINY[1]), *TINY[2:]]
+    command += ["--trainer", "mypkg.mymethod:cluster_scaled", "--output_dir", str(tmp_path / "out")]
+    done = subprocess.run(command, cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    records = [json.loads(line) for line in (tmp_path / "out" / "judged_groups.jsonl").read_text().splitlines()]
+    assert {r["step"] for r in records} == {1, 2}
+    for record in records:
+        rewards = torch.tensor(record["rewards"], dtype=torch.float64)
+        ids = torch.tensor(record["cluster_ids"])
+        sizes = (ids.unsqueeze(1) == ids.unsqueeze(0)).sum(1)
+        expected = (rewards - rewards.mean()) * len(ids) / sizes
+        torch.testing.assert_close(
+            torch.tensor(record["advantages"], dtype=torch.float64), expected, atol=1e-6, rtol=0
+        )
+    assert any(abs(a) > 0 for r in records for a in r["advantages"])
+
+
+def test_a_plain_function_is_an_advantage_method_that_needs_a_judge():
+    def doubled(batch, settings):
+        return 2 * (batch.rewards - batch.rewards.nanmean(1, keepdim=True))
+
+    method = get_method(doubled)
+    assert (method.kind, method.needs_judge, method.name) == ("advantage", True, "doubled")
+    assert get_method("poly_epo") is METHODS.get("poly_epo")
+
+
+def test_every_method_decision_is_the_methods_own():
+    """``needs_judge`` and the kind come from the registry; no trainer compares names."""
+    kinds = {name: (get_method(name).kind, get_method(name).needs_judge) for name in METHODS.names()}
+    assert kinds["poly_epo"] == ("advantage", True) and kinds["grpo"] == ("none", False)
+    assert kinds["grpo_div"] == ("bonus", True) and kinds["novelty"] == ("bonus", False)
+    assert kinds["pass_at_k"] == ("advantage", False)
+    grep = subprocess.run(["grep", "-rn", '"grpo"', "poly_epo_trl"], cwd=ROOT, capture_output=True, text=True)
+    decisions = [line for line in grep.stdout.splitlines() if "==" in line or "!=" in line or " in (" in line]
+    assert decisions == [] or all("fallback" in line for line in decisions), decisions
+
+
+def test_the_trainer_applies_fallbacks_and_scaling_around_any_method():
+    @advantage_method()
+    def ones(batch, settings):
+        return torch.ones_like(batch.rewards)
+
+    batch = batch_of([[1.0, 0.0, 1.0, 0.0], [1.0, float("nan"), 0.0, 0.0]], [[0, 1, 0, 1], [0, 1, 2, 3]])
+    batch.verdicts[1] = JudgeResult(None, "test", fallback="skip", cause="down")
+    result = apply_method(ones, batch, settings=None, scale_rewards="none")
+    assert result.advantages[0].tolist() == [1.0] * 4
+    assert result.advantages[1].tolist() == [0.0] * 4  # skipped: the judge could not cluster it
+    assert {"advantage_abs_mean", "advantage_std"} <= set(result.metrics)
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        (torch.ones(3, 4), r"shape \(3, 4\)"),
+        (torch.full((2, 4), float("inf")), "finite value"),
+        ("nope", "not numbers"),
+    ],
+)
+def test_a_method_that_returns_the_wrong_thing_is_named(values, message):
+    method = Method("broken", "advantage", lambda batch, settings: values)
+    batch = batch_of([[1.0, 0.0, 1.0, 0.0]] * 2, [[0, 1, 0, 1]] * 2)
+    with pytest.raises(ValueError, match=f"Method 'broken' returned .*{message}"):
+        apply_method(method, batch, settings=None, scale_rewards="none")
+
+
+def test_a_class_is_given_its_own_method_only(tmp_path):
+    model = str(save_tiny_model(tmp_path / "model"))
+    args = PolyEPOConfig(output_dir=str(tmp_path / "out"), use_cpu=True, report_to="none", num_generations=4)
+    with pytest.raises(TypeError, match="GRPODivTrainer trains with method 'grpo_div', not 'poly_epo'"):
+        GRPODivTrainer(model=model, reward_funcs=lambda **k: [0.0], args=args, method="poly_epo", judge="distinct")
+    rows = toy_dataset()
+    trainer = DrGRPOTrainer(
+        model=model, reward_funcs=lambda completions, **k: [0.0] * len(completions), args=args, train_dataset=rows
+    )
+    assert trainer.method.name == "grpo" and trainer.judging is None
+    assert PolyEPOTrainer.chosen_method("grpo_div") is GRPODivTrainer.chosen_method(None)
+
+
+def test_an_unknown_trainer_in_a_recipe_names_what_can_be_named(tmp_path):
+    with pytest.raises(SystemExit) as stopped:
+        main([*TINY, "--trainer", "poly_epo2", "--output_dir", str(tmp_path)])
+    assert stopped.value.code == 2
+
+
+def test_parse_refuses_an_unknown_trainer_with_the_registered_names():
+    from poly_epo_trl.commands.train import parse
+
+    with pytest.raises(RecipeError, match=r"trainer='poly_epo2'.*'grpo', 'grpo_div', 'novelty', 'pass_at_k'"):
+        parse([*TINY, "--trainer", "poly_epo2"])
+
+
+# Pass@k Training
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_pass_at_k_is_chen_et_als_form_and_the_max_objectives_set_advantage_over_sigma(seed):
+    generator = torch.Generator().manual_seed(seed)
+    for _ in range(60):
+        n = int(torch.randint(2, 13, (1,), generator=generator))
+        k = int(torch.randint(1, n, (1,), generator=generator))
+        correct = (torch.rand(n, generator=generator) < torch.rand(1, generator=generator)).long().tolist()
+        ours = torch.tensor(group_advantages([bool(c) for c in correct], k), dtype=torch.float64)
+        if sum(correct) > 0 and correct.count(0) >= k:  # sets of k differ: sigma > 0
+            reference = chen_et_al(torch.tensor([correct], dtype=torch.float64), k)[0]
+            torch.testing.assert_close(ours, reference)
+            rewards = torch.tensor([correct], dtype=torch.float64)
+            marginal, mean = marginal_set_advantages(
+                rewards, torch.zeros_like(rewards, dtype=torch.long), k, "pass_at_n", return_baseline=True
+            )
+            torch.testing.assert_close(ours, marginal[0] / (mean * (1 - mean)).sqrt(), rtol=1e-12, atol=1e-12)
+        else:
+            assert ours.abs().max() == 0
+
+
+def test_pass_at_k_trains_from_a_recipe_on_cpu(tmp_path):
+    recipe = ["--config", "recipes/tiny/methods/pass_at_k.yaml", *TINY[2:], "--set_size", "2"]
+    trainer = main([*recipe, "--output_dir", str(tmp_path)])
+    batch = trainer.last_set_batch
+    assert trainer.method.name == "pass_at_k" and trainer.judging is None and trainer.state.global_step == 2
+    for rewards, advantages in zip(batch.rewards.tolist(), batch.advantages.tolist(), strict=True):
+        correct = [int(r >= 1.0) for r in rewards]
+        if sum(correct) > 0 and correct.count(0) >= 2:
+            reference = chen_et_al(torch.tensor([correct], dtype=torch.float64), 2)[0].tolist()
+            torch.testing.assert_close(advantages, reference, atol=1e-5, rtol=0)
+    assert "Pass@k Training" in trainer.card_section() and "pass@2" in trainer.card_section()
+
+
+# The novelty bonus
+
+
+def test_the_novelty_bonus_rewards_correct_outcomes_rarely_seen_before_this_step():
+    counts = OutcomeCounts()
+    texts = ["3+7", "3+7", "4+6", "1+1"]
+    first = novelty.fn(batch_of([[1.0, 1.0, 1.0, 0.0]], [[0, 0, 1, 2]], texts=texts), SETTINGS, counts)
+    # nothing seen before: every correct rollout earns 1; the wrong one nothing
+    assert first.tolist() == [[1.0, 1.0, 1.0, 0.0]]
+    second = novelty.fn(
+        batch_of([[1.0, 1.0, 0.0, 0.0]], [[0, 1, 2, 3]], texts=["3+7", "4+6", "1+1", "9"]), SETTINGS, counts
+    )
+    assert second[0].tolist() == pytest.approx([1 / 3**0.5, 1 / 2**0.5, 0.0, 0.0])  # 3+7 seen twice, 4+6 once
+    before = counts.state_dict()
+    novelty.fn(batch_of([[1.0] * 4], [[0] * 4], "eval", texts=["3+7"] * 4), SETTINGS, counts)
+    assert counts.state_dict() == before  # evaluation reads the counts, adds nothing
+    restored = OutcomeCounts()
+    restored.load_state_dict(json.loads(json.dumps(before)))
+    assert restored.state_dict() == before
+
+
+def test_the_novelty_bonus_trains_from_a_recipe_on_cpu(tmp_path):
+    trainer = main(["--config", "recipes/tiny/methods/novelty.yaml", *TINY[2:], "--output_dir", str(tmp_path)])
+    logged = [h for h in trainer.state.log_history if "rewards/novelty_bonus/mean" in h]
+    assert len(logged) == 2 and logged[0]["rewards/novelty_bonus/mean"] > 0
+    assert trainer.reward_func_names[-1] == "novelty_bonus" and trainer.judging is None
+    assert sum(sum(c.values()) for c in trainer.method_state.counts.values()) == 2 * 64
+
+
+def test_the_novelty_bonus_resumes_exactly_after_kill_9(tmp_path):
+    """Its counts are saved with each checkpoint: killed at a random step and run again, the run ends with the
+    weights of an uninterrupted one, to the bit."""
+    extra = ["--trainer", "novelty", "--max_steps", "20", "--save_steps", "5"]
+    reference = Run(tmp_path / "reference", *extra)
+    assert reference.finish() == 0, reference.output()
+    step = random.Random().randint(6, 18)
+    print(f"kill -9 after step {step}")
+    run = Run(tmp_path / "killed", *extra)
+    run.wait_for_step(step)
+    run.process.kill()
+    assert run.finish() == -signal.SIGKILL
+    again = Run(tmp_path / "killed", *extra)
+    assert again.finish() == 0, again.output()
+    assert "resuming from" in again.output()
+    state = torch.load(next((tmp_path / "killed").glob("checkpoint-*/resume_state_rank0.pt")), weights_only=False)
+    assert state["method_state"]["counts"]
+    assert max_difference(tmp_path / "reference" / "model.safetensors", tmp_path / "killed" / "model.safetensors") == 0
