@@ -5,7 +5,7 @@ STAMP := $(VENV)/.installed
 TASK ?= prime_pair
 RUN := OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false WANDB_MODE=disabled
 
-.PHONY: test-gpu install sandbox-tools llama-server docs-options docs docs-serve lint format test test-clone test-engines bench-engines vllm-extra-check demo agent-demo wheel wheel-venv wheel-demo bench install-vllm test-vllm vllm-demo bench-vllm
+.PHONY: real-lm test-gpu install sandbox-tools llama-server docs-options docs docs-serve lint format test test-clone test-engines bench-engines vllm-extra-check demo agent-demo wheel wheel-venv wheel-demo bench install-vllm test-vllm vllm-demo bench-vllm
 
 # vLLM's CPU build in a second environment: vLLM 0.30 needs numpy < 2.4 (through mistral-common), the main set pins
 # 2.4.6. .ci/constraints-vllm.txt is that environment's exact, tested set.
@@ -180,3 +180,7 @@ wheel-demo: wheel-venv
 
 bench: install
 	$(RUN) $(PY) benchmarks/advantages.py
+
+# GRPO vs GRPO+DIV vs Poly-EPO on SmolLM2-135M-Instruct (names_by_letter), 3 seeds: about an hour on 2 CPU cores
+real-lm: install
+	$(RUN) $(PY) benchmarks/real_lm.py --seeds 0 1 2 --out outputs/real_lm

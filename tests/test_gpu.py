@@ -124,3 +124,18 @@ def test_vllm_colocate_generation(tmp_path):
     argv += ["--vllm_gpu_memory_utilization", "0.2", "--output_dir", str(tmp_path / "out")]
     logs = poly_epo(*argv)
     assert logs.count("'loss'") >= 1 and "'poly_epo/set_score'" in logs
+
+
+def test_the_real_lm_benchmark_runs_two_steps_on_the_gpu(tmp_path):
+    """``benchmarks/real_lm.py`` on CUDA, as a GPU user runs it with ``--model``, two steps of each method (a tiny
+    random start with SmolLM2's tokenizer in place of the warm start: nothing to download); vLLM colocated where it
+    is installed."""
+    from test_real_lm import TINY, tiny_start
+
+    start = tiny_start(tmp_path / "start")
+    argv = ["benchmarks/real_lm.py", "--model", "tiny", "--start", str(start), *TINY, "--out", str(tmp_path / "out")]
+    result = subprocess.run([sys.executable, *argv], cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, (result.stdout + result.stderr)[-6000:]
+    report = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert report["hardware"].startswith("one ") and set(report["targets"]) >= {"distinct_ratio", "pass_at_1"}
+    assert all(run["0"]["train_seconds"] > 0 for run in report["runs"].values())

@@ -10,7 +10,7 @@ from datasets import Dataset
 from ..constants import BUILTIN_PREFIX
 from ..data import DatasetArguments, load_table
 from ..recipe import RecipeError
-from . import goldbach_agent, prime_pair, sum_pair
+from . import goldbach_agent, names_by_letter, prime_pair, sum_pair
 from .base import TASKS, Task
 
 
@@ -38,4 +38,14 @@ def task_defaults(dataset_name: str) -> dict[str, Any]:
     return {} if task is None else task.recipe()
 
 
-__all__ = ["TASKS", "Task", "builtin_task", "goldbach_agent", "load_rows", "prime_pair", "sum_pair", "task_defaults"]
+__all__ = [
+    "TASKS",
+    "Task",
+    "builtin_task",
+    "goldbach_agent",
+    "load_rows",
+    "names_by_letter",
+    "prime_pair",
+    "sum_pair",
+    "task_defaults",
+]

