@@ -232,6 +232,25 @@ def test_a_config_subclass_s_settings_are_honoured_and_a_disagreeing_keyword_is_
         PolyEPOTrainer(**trainer_kwargs(tmp_path, args=args), judge="answer")
 
 
+def test_a_config_subclass_overriding_check_with_keeps_working(tmp_path):
+    """``PolyEPOConfig.check_with(self, args)`` keeps its signature: a subclass that overrides it to pick its set
+    size (as TRL-suite harnesses and scripts do) trains on, its set size the one it picked."""
+    from poly_epo_trl import PolyEPOConfig
+
+    class Picking(PolyEPOConfig):
+        def check_with(self, args) -> None:
+            self.set_size = args.num_generations - 1
+            super().check_with(args)
+
+    small = {k: v for k, v in SMALL.items() if k != "set_size"}
+    args = Picking(
+        output_dir=str(tmp_path / "out"), **small, bf16=False, max_completion_length=6, set_size=99, judge="distinct"
+    )
+    model = str(save_tiny_model(tmp_path / "model"))
+    trainer = PolyEPOTrainer(model=model, reward_funcs=sum_pair_reward, args=args, train_dataset=toy_dataset())
+    assert trainer.settings.set_size == SMALL["num_generations"] - 1
+
+
 @pytest.mark.parametrize(
     ("keywords", "error", "said"),
     [

@@ -70,7 +70,7 @@ def parse(argv: list[str] | None = None) -> tuple[ScriptArguments, PolyEPOConfig
     )
     try:
         method = get_method(script_args.trainer)
-        training_args.check_with(training_args, method.uses)
+        training_args.check_set_size(training_args, method.uses)
     except ValueError as error:
         raise RecipeError(f"trainer={script_args.trainer!r}: {error}") from None
     return script_args, training_args, model_args

@@ -155,16 +155,19 @@ class PolyEPOSettings(JudgeSettings):
             )
         self.check_judge_settings()
 
-    def check_with(self, args: GRPOConfig, uses: tuple[str, ...] | None = ("set_size",)) -> None:
-        """ValueError for GRPO settings these settings cannot train with (``args``: the run's GRPO configuration;
-        ``uses``: the settings the run's method reads, None when it does not say: the set size is checked only for a
-        method that uses it)."""
+    def check_set_size(self, args: GRPOConfig, uses: tuple[str, ...] | None = ("set_size",)) -> None:
+        """ValueError for a set size the group cannot hold, 1 <= n < N (``uses``: the settings the run's method
+        reads, None when it does not say: a method that does not use the set size is never refused over it)."""
         if (uses is None or "set_size" in uses) and not 1 <= self.set_size < args.num_generations:
             raise ValueError(
                 f"set_size={self.set_size} with num_generations={args.num_generations}: the set size must be at least "
                 f"1 and smaller than num_generations (with n = N every rollout is in the single set and all "
                 f"advantages are 0). Lower set_size or raise num_generations."
             )
+
+    def check_with(self, args: GRPOConfig) -> None:
+        """ValueError for GRPO settings these settings cannot train with, whatever the method (``args``: the run's
+        GRPO configuration; the set size is ``check_set_size``'s, as it depends on the method)."""
         if args.use_vllm and importlib.util.find_spec("vllm") is None:
             raise ValueError(
                 "use_vllm=True but vLLM is not installed: pip install 'poly_epo_trl[vllm]' (GPUs), or "
@@ -184,7 +187,8 @@ class PolyEPOSettings(JudgeSettings):
         cls, args: GRPOConfig, uses: tuple[str, ...] | None = ("set_size",), **values: Any
     ) -> PolyEPOSettings:
         """The settings for a run configured by a plain ``GRPOConfig`` (or a subclass of it): ``values`` over the
-        defaults, each held to its field's type and checked, against ``args`` too (``check_with``). TypeError for a
+        defaults, each held to its field's type and checked, against ``args`` too (``check_with``,
+        ``check_set_size``). TypeError for a
         name that is no setting; ValueError for a bad value."""
         unknown = sorted(set(values) - {f.name for f in fields(cls)})
         if unknown:
@@ -192,7 +196,8 @@ class PolyEPOSettings(JudgeSettings):
         settings = cls(**values)
         check_field_types(settings)
         settings.check_settings()
-        settings.check_with(args, uses)
+        settings.check_with(args)
+        settings.check_set_size(args, uses)
         return settings
 
     def judge_spec(self, tools: str | None = None, text: str | None = USE_FIELD) -> JudgeSpec:
@@ -219,7 +224,8 @@ def trainer_config(
         name = model if isinstance(model, str) else get_config_model_id(model.config)
         values.setdefault("judge", DEFAULT_JUDGE if judge is None else None)
         config = PolyEPOConfig(f"{name.split('/')[-1]}-{suffix}", **values)
-        config.check_with(config, uses)
+        config.check_with(config)
+        config.check_set_size(config, uses)
         say_unused(trainer, method, {k: v for k, v in values.items() if k != "judge"})
         if len(args) > 2:
             args = (*args[:2], config, *args[3:])
@@ -232,7 +238,8 @@ def trainer_config(
                 f"{trainer} got {sorted(values)} as keyword arguments and args=PolyEPOConfig(...): set them on the "
                 "PolyEPOConfig (keyword arguments are for a plain GRPOConfig)."
             )
-        config.check_with(config, uses)
+        config.check_with(config)
+        config.check_set_size(config, uses)
         say_unused(trainer, method, changed_settings(config))
         return args, kwargs, config, config
     if not isinstance(config, GRPOConfig):
@@ -383,7 +390,7 @@ class PolyEPOConfig(PolyEPOSettings, GRPOConfig):
             self.activation_checkpointing = True  # TRL's default, without the deprecation warning
         super().__post_init__()
         self.check_settings()
-        self.check_with(self, uses=())  # the set size against the group's: by the trainer, which knows its method
+        self.check_with(self)  # the set size against the group's is the trainer's, which knows its method
 
     def validate_grpo_basics(self) -> None:
         """What GRPOConfig takes without complaint (or with a bare ZeroDivisionError) yet cannot train."""

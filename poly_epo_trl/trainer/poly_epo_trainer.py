@@ -121,8 +121,8 @@ class PolyEPOTrainer(GRPOTrainer):
 
     def checked_inputs(self, args: tuple, kwargs: dict[str, Any]) -> tuple[tuple, dict[str, Any]]:
         """GRPOTrainer's arguments with the training rows checked (their prompts; ShareGPT rows converted) and the
-        rewards' columns found in them, before anything loads (not where a ``rollout_func`` may add the columns a reward
-        reads: TRL passes its extra fields to the rewards)."""
+        rewards' columns found in them, before anything loads (not where a ``rollout_func`` may add the columns a
+        reward reads: TRL passes its extra fields to the rewards)."""
         position = 3  # GRPOTrainer(model, reward_funcs, args, train_dataset, ...)
         dataset = (
             kwargs["train_dataset"]
