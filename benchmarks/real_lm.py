@@ -48,6 +48,7 @@ LABELS = {"grpo": "GRPO (Dr.GRPO)", "grpo_div": "GRPO+DIV", "poly_epo": "Poly-EP
 COLORS = {"GRPO (Dr.GRPO)": "tab:red", "GRPO+DIV": "tab:orange", "Poly-EPO": "tab:blue", "start (warm start)": "gray"}
 CURVE = ("step", "eval/pass@1", "eval/distinct_correct_clusters")
 PAGE_MARKERS = ("<!-- real-lm:start -->", "<!-- real-lm:end -->")
+LORA_MODULES = "all-linear"  # PEFT: every linear layer but the output head
 
 
 @dataclass
@@ -436,13 +437,16 @@ def speed_of_training(s: Settings, start: str, backend: str, tuning: str, steps:
     argv = [*recipe("poly_epo", 0, quick, start, folder / f"{backend}-{tuning}"), "--logging_steps", "1"]
     argv += ["--eval_at_start", "false"]
     if tuning == "lora":
-        argv += ["--use_peft", "true", "--lora_r", "16", "--lora_alpha", "32", "--lora_target_modules", "all-linear"]
+        argv += ["--use_peft", "true", "--lora_r", "16", "--lora_alpha", "32", "--lora_target_modules", LORA_MODULES]
     history = folder / f"{backend}-{tuning}.json"
     env = {**os.environ, "OMP_NUM_THREADS": str(len(os.sched_getaffinity(0))), "TOKENIZERS_PARALLELISM": "false"}
     subprocess.run(
         [sys.executable, "-c", TRAIN, str(history), *argv], env=env, check=True, cwd=ROOT, stdout=subprocess.DEVNULL
     )
-    times = [h["step_time"] for h in json.loads(history.read_text()) if "step_time" in h][1:]
+    logs = json.loads(history.read_text())
+    times = [h["step_time"] for h in logs if "step_time" in h][1:]
+    if not times:
+        raise RuntimeError(f"{backend}, {tuning}: no step times past the first in the training log: {logs[-3:]}")
     median = statistics.median(times)
     return {"backend": backend, "tuning": tuning, "median_step": median, "steps_per_minute": 60 / median}
 

@@ -34,7 +34,7 @@ def parse_recipe(
         parsed = parser.parse_args_and_config(argv)
         for obj in parsed:  # ours check their fields in __post_init__, before any conversion; others (TRL's) here
             if not type(obj).__module__.startswith(__package__):
-                check_field_types(obj)
+                check_field_types(obj, one_word_lists=True)
     except yaml.YAMLError as error:
         where = getattr(error, "problem_mark", None)
         name = getattr(where, "name", None)
@@ -159,9 +159,13 @@ def _describe(hint: Any) -> str:
     return getattr(hint, "__name__", str(hint))
 
 
-def check_field_types(obj: Any, names: typing.Iterable[str] | None = None, none_allowed: bool = True) -> None:
+def check_field_types(
+    obj: Any, names: typing.Iterable[str] | None = None, none_allowed: bool = True, one_word_lists: bool = False
+) -> None:
     """ValueError naming the first field of dataclass ``obj`` whose value does not fit its annotation: the field, the
-    value, what it should be. None passes (argparse's "unset": the class decides) unless ``none_allowed`` is False."""
+    value, what it should be. None passes (argparse's "unset": the class decides) unless ``none_allowed`` is False.
+    ``one_word_lists``: a string passes for a list of strings, as TRL's parser gives one value of a list field on the
+    command line, and as its classes take it (``lora_target_modules: all-linear``, PEFT's shorthand)."""
     hints = typing.get_type_hints(type(obj))
     wanted = set(names) if names is not None else None
     for field in dataclasses.fields(obj):
@@ -171,6 +175,8 @@ def check_field_types(obj: Any, names: typing.Iterable[str] | None = None, none_
         hint = hints[field.name]
         if value is None and not none_allowed and not _accepts(hint, None):
             raise ValueError(f"{field.name}=None: it must be {_describe(hint)} (drop the key for its default).")
+        if one_word_lists and isinstance(value, str) and _accepts(hint, [value]):
+            continue
         if value is not None and not _accepts(hint, value):  # None: argparse's "unset"; the class decides
             example = ""
             options = [hint, *typing.get_args(hint)]

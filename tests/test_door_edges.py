@@ -162,6 +162,18 @@ def test_a_key_set_twice_in_a_recipe_stops(chat_model, tmp_path, capsys):
     assert "The recipe sets 'max_steps' twice (lines" in stops(argv, capsys)
 
 
+def test_one_value_of_a_trl_list_field_is_taken_as_trl_takes_it(chat_model, tmp_path):
+    """``lora_target_modules: all-linear`` (PEFT's shorthand; TRL's parser gives one command-line value of a list field
+    as a string too) reaches the model config as TRL passes it; a list of several stays a list."""
+    from poly_epo_trl.commands.train import parse
+
+    argv = dry(chat_model, tmp_path, dataset_name=str(conversational_math(tmp_path / "a", [(1, 2)])))
+    _, _, model_args = parse([*argv, "--use_peft", "true", "--lora_target_modules", "all-linear"])
+    assert model_args.lora_target_modules == "all-linear"
+    _, _, model_args = parse([*argv, "--lora_target_modules", "q_proj", "v_proj"])
+    assert model_args.lora_target_modules == ["q_proj", "v_proj"]
+
+
 def test_set_size_null_names_the_field(chat_model, tmp_path, capsys):
     argv = dry(chat_model, tmp_path, dataset_name=str(conversational_math(tmp_path / "a", [(1, 2)])))
     recipe = Path(argv[1])
