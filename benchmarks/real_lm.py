@@ -222,6 +222,16 @@ def invocations(out: Path, seconds: float, kept_any: bool) -> float:
     return sum(earlier) + seconds
 
 
+def die_with_parent() -> None:
+    """A worker's first act (Linux): be killed when the comparison's process dies, so a killed comparison
+    leaves no run training on (what it finished is kept)."""
+    if sys.platform == "linux":
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
 def run_all(s: Settings, start: str, out: Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]], int]:
     """The start's evaluation and every (method, seed) run, ``s.workers`` processes at a time. Each finished piece
     is kept (``DIR/kept/``), so an interrupted comparison run again with the same settings starts where it
@@ -241,7 +251,7 @@ def run_all(s: Settings, start: str, out: Path) -> tuple[dict[str, Any], dict[st
     kept_count = sum(map(len, runs.values())) + len(start_by_seed)
     if kept_count:
         print(f"kept from an earlier invocation: {kept_count} of the runs and start evaluations", flush=True)
-    with concurrent.futures.ProcessPoolExecutor(s.workers, mp_context=context) as pool:
+    with concurrent.futures.ProcessPoolExecutor(s.workers, mp_context=context, initializer=die_with_parent) as pool:
         futures = {pool.submit(evaluate_start, s, start, out, missing): ("start", None)} if missing else {}
         futures |= {pool.submit(train_one, m, seed, s, start, out): (m, seed) for m, seed in todo}
         for future in concurrent.futures.as_completed(futures):

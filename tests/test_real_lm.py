@@ -9,6 +9,7 @@ import importlib.util
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -69,3 +70,34 @@ def test_the_benchmark_runs_end_to_end_and_writes_every_field(tmp_path):
     assert "steps in" not in again.stdout
     rerun = json.loads((tmp_path / "out" / "results.json").read_text())
     assert rerun["summary"] == report["summary"] and rerun["seconds"] > report["seconds"]
+
+
+def children_of(pid: int) -> set[int]:
+    found: set[int] = set()
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found |= {int(child) for child in (task / "children").read_text().split()}
+    return found
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="workers die with the comparison on Linux (PR_SET_PDEATHSIG)")
+def test_a_killed_comparison_leaves_no_worker_running(tmp_path):
+    start = tiny_start(tmp_path / "start")
+    command = [sys.executable, "benchmarks/real_lm.py", "--start", str(start), "--model", "tiny", *TINY]
+    command += ["--steps", "500", "--out", str(tmp_path / "out")]
+    comparison = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    for line in comparison.stdout:
+        if "step 0:" in line:  # a worker is training
+            break
+    workers = children_of(comparison.pid)
+    assert workers
+    comparison.kill()
+    comparison.wait()
+    deadline = time.time() + 30
+    while time.time() < deadline and any(Path(f"/proc/{pid}").exists() for pid in workers):
+        time.sleep(0.2)
+    alive = [
+        pid
+        for pid in workers
+        if Path(f"/proc/{pid}/status").exists() and "zombie" not in Path(f"/proc/{pid}/status").read_text()
+    ]
+    assert not alive, alive
