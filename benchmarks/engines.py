@@ -5,8 +5,8 @@ Usage: .venv/bin/python benchmarks/engines.py [--steps 20] [--train-args --per_d
 
 Each engine (DDP, DeepSpeed ZeRO-2, ZeRO-3, FSDP2) trains ``--steps`` steps; the median ``step_time`` TRL logs (the
 first step left out) of each, and its ratio to DDP's. FSDP on CPU goes through the tests' shim
-(``tests/fsdp_on_cpu.py``: accelerate runs FSDP only on GPUs). On a model this small the engines' bookkeeping is
-what is measured, not their memory savings: ZeRO-3 and FSDP pay for gathering parameters each step, which on GPUs
+(``tests/helpers/fsdp_on_cpu.py``: accelerate runs FSDP only on GPUs). On a model this small the engines' bookkeeping
+is what is measured, not their memory savings: ZeRO-3 and FSDP pay for gathering parameters each step, which on GPUs
 buys room for models that DDP cannot hold.
 """
 
@@ -36,7 +36,8 @@ def free_port() -> int:
 
 def step_times(name: str, steps: int, extra: list[str], out: Path) -> list[float]:
     """Train with the engine's shipped config; the logged step times."""
-    target = [str(ROOT / "tests" / "fsdp_on_cpu.py")] if name == "FSDP2" else ["-m", "poly_epo_trl.commands.train"]
+    shim = ROOT / "tests" / "helpers" / "fsdp_on_cpu.py"
+    target = [str(shim)] if name == "FSDP2" else ["-m", "poly_epo_trl.commands.train"]
     argv = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(CONFIGS / ENGINES[name])]
     argv += ["--num_processes", "2", "--mixed_precision", "no", "--main_process_port", str(free_port()), *target]
     argv += ["--config", "recipes/tiny/poly_epo/config_cpu.yaml", "--max_steps", str(steps), "--logging_steps", "1"]

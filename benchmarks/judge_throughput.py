@@ -1,4 +1,4 @@
-"""Judge throughput against a real server process (tests/judge_server.py on loopback) with a fixed latency per
+"""Judge throughput against a real server process (tests/helpers/judge_server.py on loopback) with a fixed latency per
 request, one slot and many slots, at concurrency caps 1 to 128.
 
 Usage: python benchmarks/judge_throughput.py [--groups 256] [--latency 0.05] [--slots 1 16]
@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "helpers"))
 
 from judge_server import ServerProcess
 

@@ -172,3 +172,27 @@ def test_only_shared_data_reads_the_folder_beside_the_clone():
         if path.name not in ("shared_data.py", Path(__file__).name) and '"shared"' in path.read_text()
     ]
     assert readers == []
+
+
+def test_every_benchmark_imports():
+    """Each script in ``benchmarks/`` loads with everything it imports (the test helpers it borrows included),
+    without running: a moved helper or module fails here, not in a benchmark run weeks later."""
+    import os
+    import subprocess
+    import sys
+
+    root = PACKAGE.parent
+    scripts = sorted(str(p) for p in (root / "benchmarks").glob("*.py"))
+    code = """
+import runpy, sys
+base = ["benchmarks", *sys.path]
+for path in sys.argv[1:]:  # each as if alone: the path and the scripts' and helpers' modules as they were
+    sys.path[:] = base
+    for name, module in list(sys.modules.items()):
+        if any(f"/{room}/" in (getattr(module, "__file__", None) or "") for room in ("benchmarks", "tests")):
+            del sys.modules[name]
+    runpy.run_path(path, run_name="benchmark")
+"""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # as a user runs them: no helpers on the path
+    done = subprocess.run([sys.executable, "-c", code, *scripts], cwd=root, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]

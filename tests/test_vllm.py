@@ -27,8 +27,9 @@ import requests
 from ports import free_port
 
 TESTS = Path(__file__).resolve().parent
-RUN = TESTS / "vllm_colocate_run.py"
-ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(TESTS), "HF_HUB_OFFLINE": "1"}
+HELPERS = TESTS / "helpers"
+RUN = HELPERS / "vllm_colocate_run.py"
+ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(HELPERS), "HF_HUB_OFFLINE": "1"}
 # Under pytest-xdist (`make test-vllm` runs 2 workers) each worker's engines compute on a core of their own: vLLM's
 # CPU build binds every engine to the same core otherwise (the first, keeping the second for its scheduler)
 WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
@@ -135,7 +136,7 @@ class TestWorkarounds:
         for mode in ("bare", "workaround"):
             out = tmp_path / mode
             out.mkdir()
-            argv = [sys.executable, str(TESTS / "vllm_seeded_run.py"), str(out), mode]
+            argv = [sys.executable, str(HELPERS / "vllm_seeded_run.py"), str(out), mode]
             done = subprocess.run(argv, env=engine_env(), capture_output=True, text=True, timeout=600)
             assert done.returncode == 0, done.stderr[-4000:]
             outputs[mode] = (json.loads((out / "result.json").read_text()), done.stdout + done.stderr)
@@ -148,7 +149,7 @@ class TestWorkarounds:
 
 
 def run_agent(out: Path, trainer: str, *server_port: str) -> dict:
-    return run_helper(out, trainer, *server_port, script=TESTS / "vllm_agent_run.py")
+    return run_helper(out, trainer, *server_port, script=HELPERS / "vllm_agent_run.py")
 
 
 def check_agent_run(result: dict) -> None:
@@ -217,7 +218,7 @@ class TestColocate:
         from poly_epo_trl.advantages import diversity_bonus
         from poly_epo_trl.tasks.prime_pair import is_prime
 
-        result = run_helper(tmp_path / "run", trainer, script=TESTS / "vllm_rollout_run.py")
+        result = run_helper(tmp_path / "run", trainer, script=HELPERS / "vllm_rollout_run.py")
         steps = step_logs(result)
         # the tool turn is not scored as the model's: on both model turns, training agrees with what the engine sampled
         assert len(steps) == 3 and all(s["sampling/sampling_logp_difference/mean"] < 1e-5 for s in steps), steps
