@@ -154,17 +154,24 @@ def one_core(workers: int) -> None:
         torch.set_num_threads(max(1, len(os.sched_getaffinity(0)) // max(workers, 1)))
 
 
-def train_one(method: str, seed: int, s: Settings, start: str, out: Path) -> dict[str, Any]:
-    """One run (in a worker process): trained through ``train``, its held-out curve from its log history, and the
-    final held-out evaluation (``s.eval_samples`` per prompt, the sampling seed the training seed)."""
+def assembled(argv: list[str], s: Settings) -> tuple[tuple[Any, ...], Any]:
+    """A worker's start: its share of the cores, its quiet output, and the run's recipe parsed and assembled."""
     one_core(s.workers)
     quiet()
     from poly_epo_trl.assembly import assemble_training
     from poly_epo_trl.commands import train
+
+    parsed = train.parse(argv)
+    return parsed, assemble_training(*parsed)
+
+
+def train_one(method: str, seed: int, s: Settings, start: str, out: Path) -> dict[str, Any]:
+    """One run (in a worker process): trained through ``train``, its held-out curve from its log history, and the
+    final held-out evaluation (``s.eval_samples`` per prompt, the sampling seed the training seed)."""
+    from poly_epo_trl.commands import train
     from poly_epo_trl.commands.demo.run import final_summary
 
-    parsed = train.parse(recipe(method, seed, s, start, out))
-    parts = assemble_training(*parsed)
+    parsed, parts = assembled(recipe(method, seed, s, start, out), s)
     began = time.perf_counter()
     trainer = train.run(*parsed, parts, print_logs=False)
     seconds = time.perf_counter() - began
@@ -178,14 +185,10 @@ def train_one(method: str, seed: int, s: Settings, start: str, out: Path) -> dic
 
 def evaluate_start(s: Settings, start: str, out: Path, seeds: list[int]) -> dict[str, Any]:
     """The start, evaluated as every run's final model is, once per seed's sampling seed (in a worker process)."""
-    one_core(s.workers)
-    quiet()
-    from poly_epo_trl.assembly import assemble_training
     from poly_epo_trl.commands import train
     from poly_epo_trl.commands.demo.run import final_summary
 
-    parsed = train.parse(recipe("grpo", s.seeds[0], s, start, out / "start"))
-    parts = assemble_training(*parsed)
+    parsed, parts = assembled(recipe("grpo", s.seeds[0], s, start, out / "start"), s)
     trainer = train.make_trainer(*parsed, parts, print_logs=False)
     return {str(seed): final_summary(trainer, parts, s.eval_samples, parsed, seed) for seed in seeds}
 

@@ -188,8 +188,7 @@ class PolyEPOSettings(JudgeSettings):
     ) -> PolyEPOSettings:
         """The settings for a run configured by a plain ``GRPOConfig`` (or a subclass of it): ``values`` over the
         defaults, each held to its field's type and checked, against ``args`` too (``check_with``,
-        ``check_set_size``). TypeError for a
-        name that is no setting; ValueError for a bad value."""
+        ``check_set_size``). TypeError for a name that is no setting; ValueError for a bad value."""
         unknown = sorted(set(values) - {f.name for f in fields(cls)})
         if unknown:
             raise TypeError(f"Unknown Poly-EPO settings {unknown}: see PolyEPOConfig's fields for the names.")
@@ -223,8 +222,7 @@ def trainer_config(
         model = kwargs.get("model", args[0] if args else None)
         name = model if isinstance(model, str) else get_config_model_id(model.config)
         values.setdefault("judge", DEFAULT_JUDGE if judge is None else None)
-        config = PolyEPOConfig(f"{name.split('/')[-1]}-{suffix}", **values)
-        config.check_with(config)
+        config = PolyEPOConfig(f"{name.split('/')[-1]}-{suffix}", **values)  # check_with ran in __post_init__
         config.check_set_size(config, uses)
         say_unused(trainer, method, {k: v for k, v in values.items() if k != "judge"})
         if len(args) > 2:
