@@ -1,7 +1,7 @@
 """Closed form vs enumeration for the polychromic marginal set advantage on 128 groups.
 
 Usage: python benchmarks/advantages.py [--groups 128] [--repeats 50]
-Targets (issue 2): N=8, n=4 under 2 ms; N=64, n=16 under 20 ms, on a 2-core CPU.
+Targets: N=8, n=4 under 2 ms; N=64, n=16 under 20 ms, on a 2-core CPU.
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 Usage: python benchmarks/demo_diversity.py [--task sum_pair|prime_pair] [--seeds 0 1 2 3 4] [--steps 200] [--out DIR]
 Targets, on held-out prompts:
-  sum_pair (issue 7): Poly-EPO's distinct correct strategies >= 1.4x GRPO's, pass@1 at most 3 points below GRPO's.
-  prime_pair (issue 19): the same with >= 2x, and the large-k effect: Poly-EPO's pass@k >= GRPO's for every k >= 4,
+  sum_pair: Poly-EPO's distinct correct strategies >= 1.4x GRPO's, pass@1 at most 3 points below GRPO's.
+  prime_pair: the same with >= 2x, and the large-k effect: Poly-EPO's pass@k >= GRPO's for every k >= 4,
   GRPO's pass@k at the largest k below the warm start's.
 Every number is a mean over seeds with a 95% percentile-bootstrap interval over seeds, which stays within the seeds'
 range, so rates stay within [0, 1] (results.json has each seed's numbers).

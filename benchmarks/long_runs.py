@@ -3,7 +3,7 @@ measured in one run: max |w - w_ref| after kill -9 + restart and after SIGTERM +
 run with the same seed; the steps kept at SIGTERM; the seconds from SIGTERM to exit.
 
 Usage: python benchmarks/long_runs.py [--repeats 3] [--buffered]
-Goals (issue 31): max |dw| <= 1e-6; every step done before the signal kept; exit within preemption_grace_seconds.
+Goals: max |dw| <= 1e-6; every step done before the signal kept; exit within preemption_grace_seconds.
 """
 
 from __future__ import annotations

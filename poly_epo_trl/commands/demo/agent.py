@@ -22,7 +22,7 @@ from poly_epo_trl.commands.demo.run import main as demo_main
 AGENT = DemoSettings(
     task="goldbach_agent",
     steps=150,
-    learning_rate=1e-4,  # at the text demo's 6e-4 both methods collapsed by drift in some seeds (issue 43)
+    learning_rate=1e-4,  # at the text demo's 6e-4 both methods collapsed by drift in some seeds
     curve_samples=8,
     curve_every=50,
     methods=["grpo", "poly_epo"],
