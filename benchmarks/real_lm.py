@@ -1,7 +1,7 @@
 """The paper's effect on a real pretrained LM: GRPO (Dr.GRPO), GRPO+DIV and Poly-EPO from one warm start of
 SmolLM2-135M-Instruct on the names_by_letter task, over several seeds, against the start itself.
 
-    python benchmarks/real_lm.py --seeds 0 1 2 --out DIR                   # 2 CPU cores: about 75 minutes
+    python benchmarks/real_lm.py --seeds 0 1 2 --out DIR                   # 2 CPU cores: about 65 minutes
     python benchmarks/real_lm.py --model Qwen/Qwen3-0.6B --seeds 0 1 2 --out DIR   # one GPU (vLLM where installed)
     .venv-vllm/bin/python benchmarks/real_lm.py --speed --out DIR           # the generation backends, measured
 
