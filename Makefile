@@ -181,6 +181,6 @@ wheel-demo: wheel-venv
 bench: install
 	$(RUN) $(PY) benchmarks/advantages.py
 
-# GRPO vs GRPO+DIV vs Poly-EPO on SmolLM2-135M-Instruct (names_by_letter), 3 seeds: about 75 minutes on 2 CPU cores
+# GRPO vs GRPO+DIV vs Poly-EPO on SmolLM2-135M-Instruct (names_by_letter), 3 seeds: about 65 minutes on 2 CPU cores
 real-lm: install
 	$(RUN) $(PY) benchmarks/real_lm.py --seeds 0 1 2 --out outputs/real_lm

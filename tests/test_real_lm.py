@@ -5,6 +5,7 @@ in for the warm start: the real comparison takes an hour, and is not CI's.)"""
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 import subprocess
@@ -25,24 +26,25 @@ needs_smollm2 = pytest.mark.skipif(
 )
 
 
+@functools.cache
 def benchmark():
     spec = importlib.util.spec_from_file_location("real_lm", ROOT / "benchmarks" / "real_lm.py")
     module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("real_lm", module)  # its dataclasses look their module up
+    sys.modules["real_lm"] = module  # its dataclasses look their module up
     spec.loader.exec_module(module)
     return module
 
 
 def summary(pass_at_1: dict[str, float], pass_at_64: dict[str, float], distinct: dict[str, float]) -> dict:
-    """Summaries as ``across_seeds`` gives them, for the start, GRPO and Poly-EPO (k = 1 and 64)."""
-    labels = {"start": "start (warm start)", "grpo": "GRPO (Dr.GRPO)", "poly_epo": "Poly-EPO"}
+    """Summaries as ``across_seeds`` gives them, under the benchmark's labels, for the start, GRPO and Poly-EPO (k =
+    1 and 64)."""
     return {
-        label: {
+        benchmark().LABELS[key]: {
             "ks": [1, 64],
             "pass_at_k": {"mean": [pass_at_1[key], pass_at_64[key]]},
             "distinct_correct_clusters": {"mean": distinct[key]},
         }
-        for key, label in labels.items()
+        for key in pass_at_1
     }
 
 
