@@ -19,6 +19,7 @@ from agents import (
     COUNTER_PLANS,
     EASEL_PLANS,
     Counter,
+    Dial,
     Easel,
     plan_script,
     save_tool_model,
@@ -163,6 +164,62 @@ def test_standalone_tools_with_a_reward_function(trainer_cls, model_dir, tmp_pat
     failures = [m["content"] for g in judge.groups for c in g for m in c if m["role"] == "tool"]
     assert any("triple" in f for f in failures)  # TRL answers an unknown tool with an error message
     check_set_advantages(trainer)
+
+
+class AsyncCounter(Counter):
+    """A counter that scores itself asynchronously (as an LM judge would)."""
+
+    async def get_reward(self) -> float:
+        return float(self.value == self.target)
+
+
+def dial_reward(completions: list, environments: list, **kwargs) -> list[float | None]:
+    """The reward of the rollouts bound to a ``Dial`` (which owns none): 1 for a final answer; None elsewhere (one
+    per pair: given fewer environments than completions it returns too few, which the check refuses)."""
+    pairs = zip(completions, environments, strict=False)
+    return [float(bool(final_text(c))) if isinstance(e, Dial) else None for c, e in pairs]
+
+
+@pytest.mark.parametrize("owner", [Counter, AsyncCounter])
+def test_a_mix_of_environments_one_scoring_itself(owner, model_dir, tmp_path):
+    """A dict environment_factory where one environment owns its reward (``get_reward``, sync or async) and the
+    other is scored by ``reward_funcs``: trained, each rollout scored by its own source; TRL's environment reward
+    then called as its contract allows, with the environments alone (one reward per environment, None for the
+    others')."""
+    import asyncio
+
+    plans = {**COUNTER_PLANS, "turn": [tool_call("turn"), "Turned."]}
+    judge = PlanJudge()
+    trainer = PolyEPOTrainer(
+        model=str(model_dir),
+        reward_funcs=dial_reward,
+        args=config(tmp_path, shuffle_dataset=False, per_device_train_batch_size=16),
+        train_dataset=counter_rows(environment=["counter", "dial", "counter", "dial"]),
+        environment_factory={"counter": owner, "counter_again": owner, "dial": Dial},
+        judge=judge,
+    )
+    assert trainer.reward_func_names == ["dial_reward", owner.__name__]  # one column for the class named twice
+    with patch.object(
+        trainer.model, "generate", side_effect=scripted_generate(trainer.processing_class, plan_script(plans))
+    ):
+        trainer.train()
+    assert trainer.state.global_step == 2
+    logged = [h for h in trainer.state.log_history if f"rewards/{owner.__name__}/mean" in h]
+    assert logged and all(h["rewards/dial_reward/mean"] == h["rewards/dial_reward/mean"] for h in logged)
+    batch = trainer.last_set_batch
+    assert not batch.rewards.isnan().any()  # every rollout was scored by its own environment's source
+    check_set_advantages(trainer)
+
+    scored, unscored = owner(), Dial()
+    scored.reset(target=4)
+    scored.add(4)
+    unscored.reset()
+    owned = trainer.reward_funcs[-1]
+    call = owned(environments=[scored, unscored, scored])
+    assert (asyncio.run(call) if asyncio.iscoroutine(call) else call) == [1.0, None, 1.0]
+    with pytest.raises(ValueError, match="returned 2 rewards for 3 completions"):
+        wrong = trainer.reward_funcs[0]
+        wrong(completions=["a", "b", "c"], environments=[unscored, unscored])
 
 
 @pytest.mark.parametrize("trainer_cls", TRAINERS)

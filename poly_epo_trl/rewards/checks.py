@@ -46,9 +46,9 @@ def missing_columns(rewards: Iterable[Any], columns: Iterable[str]) -> list[tupl
     return [(reward_name(r), c) for r in rewards for c in reward_columns(r) if c not in have]
 
 
-def check_output(name: str, output: Any, count: int) -> int:
+def check_output(name: str, output: Any, count: int | None) -> int:
     """ValueError naming the reward and what it returned, unless ``output`` holds a number or None for each of the
-    ``count`` completions and is not NaN for every one of them; returns how many are NaN."""
+    ``count`` completions (any length when None) and is not NaN for every one of them; returns how many are NaN."""
     if not isinstance(output, list | tuple):
         raise ValueError(
             f"Reward {name!r} returned {type(output).__name__} {repr(output)[:80]}: a reward function returns a list, "
@@ -60,7 +60,7 @@ def check_output(name: str, output: Any, count: int) -> int:
             f"Reward {name!r} returned {wrong[0]!r} ({type(wrong[0]).__name__}) for a completion: a reward is a "
             "number, or None for a completion it does not score."
         )
-    if len(output) != count:
+    if count is not None and len(output) != count:
         raise ValueError(
             f"Reward {name!r} returned {len(output)} rewards for {count} completions: one per completion, in order."
         )
@@ -73,12 +73,29 @@ def check_output(name: str, output: Any, count: int) -> int:
     return nans
 
 
+# What TRL hands a reward one entry per completion of, in the order the count is read: its reward functions get
+# ``prompts`` and ``completions``; an environment-owned reward (TRL's ``get_reward`` wrapper, sync or async) may be
+# called with ``environments`` alone.
+PER_COMPLETION = ("completions", "prompts", "completion_ids", "environments")
+
+
+def completion_count(kwargs: dict[str, Any]) -> int | None:
+    """How many rewards a call must return: the length of the first per-completion argument TRL passed
+    (``PER_COMPLETION``); None when it passed none of them (nothing to hold the output to)."""
+    for key in PER_COMPLETION:
+        value = kwargs.get(key)
+        if value is not None:
+            return len(value)
+    return None
+
+
 def checked_reward(reward: Callable[..., Any], name: str, count_nans: Callable[[int], None]) -> Callable[..., Any]:
-    """``reward`` with its output checked on every call (``check_output``); the NaNs it returns are counted through
-    ``count_nans``. An async reward stays async, as TRL's dispatch tells (``is_async_callable``)."""
+    """``reward`` with its output checked on every call (``check_output``, against ``completion_count``); the NaNs it
+    returns are counted through ``count_nans``. An async reward stays async, as TRL's dispatch tells
+    (``is_async_callable``)."""
 
     def check(output: Any, kwargs: dict[str, Any]) -> Any:
-        count_nans(check_output(name, output, len(kwargs.get("completions") or kwargs.get("prompts") or [])))
+        count_nans(check_output(name, output, completion_count(kwargs)))
         return output
 
     from trl.trainer.utils import is_async_callable
