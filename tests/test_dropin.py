@@ -314,6 +314,9 @@ def test_push_to_hub_uploads_the_model_and_a_card_naming_poly_epo_the_judge_and_
     assert "This model was trained with Poly-EPO" in card and "https://huggingface.co/papers/2604.17654" in card
     assert "## Poly-EPO settings" in card and "- Judge: `sum_pair`" in card and "sets of n = 4" in card
     assert "@article{orney2026polyepo" in card and "poly-epo" in card.split("---")[1]  # the citation, the tag
+    assert "Poly-EPO: Training Exploratory Reasoning Models" in card
+    authors = ("Orney", "Hamid", "Ramanujam", "Wu, Shirley", "Hu, Hengyuan", "Goodman", "Sadigh", "Finn")
+    assert all(author in card for author in authors)
 
 
 def test_push_to_hub_without_a_token_stops_at_the_door(tmp_path, capsys, monkeypatch):

@@ -24,7 +24,8 @@ PASS_AT_K_PAPER = {
     "citation": """\
 @article{chen2025passk,
     title        = {{Pass@k Training for Adaptively Balancing Exploration and Exploitation of Large Reasoning Models}},
-    author       = {Chen, Zhipeng and others},
+    author       = {Chen, Zhipeng and Qin, Xiaobo and Wu, Youbin and Ling, Yue and Ye, Qinghao and Zhao, Wayne Xin
+                    and Shi, Guang},
     year         = 2025,
     eprint       = {arXiv:2508.10751},
 }""",

@@ -12,12 +12,13 @@ from ..advantages import marginal_set_advantages
 from .base import SetBatch, advantage_method
 
 POLY_EPO_PAPER = {
-    "title": "Polychromic Exploratory Policy Optimization",
+    "title": "Poly-EPO: Training Exploratory Reasoning Models",
     "id": "2604.17654",
     "citation": """\
 @article{orney2026polyepo,
-    title        = {{Polychromic Exploratory Policy Optimization}},
-    author       = {Orney and Hamid and others},
+    title        = {{Poly-EPO: Training Exploratory Reasoning Models}},
+    author       = {Orney, Ifdita Hasan and Hamid, Jubayer Ibn and Ramanujam, Shreya S and Wu, Shirley and Hu, Hengyuan
+                    and Goodman, Noah and Sadigh, Dorsa and Finn, Chelsea},
     year         = 2026,
     eprint       = {arXiv:2604.17654},
 }""",
