@@ -162,6 +162,31 @@ def test_entry_points_import_the_package_by_absolute_paths():
         assert relative == [], f"{path.relative_to(PACKAGE)} imports relatively at lines {relative}"
 
 
+def test_an_older_name_imported_first_still_runs_and_the_module_keeps_its_own_spec():
+    """Importing ``poly_epo_trl.train`` (the old name) gives the module itself and leaves its ``__spec__`` its own;
+    running the old name afterwards (``runpy``, as ``python -m`` does in a process that imported it) runs it, for a
+    module and for a package (``demo``), and ``importlib.reload`` reloads the real module."""
+    import subprocess
+    import sys
+
+    code = """
+import importlib, runpy, sys
+import poly_epo_trl.train as old, poly_epo_trl.commands.train as real, poly_epo_trl.demo
+assert old is real and real.__spec__.name == "poly_epo_trl.commands.train", real.__spec__
+for name in ("poly_epo_trl.train", "poly_epo_trl.demo"):
+    sys.argv = [name, "--help"]
+    try:
+        runpy.run_module(name, run_name="__main__")
+    except SystemExit as done:
+        assert done.code == 0, (name, done.code)
+real.main = None
+assert callable(importlib.reload(real).main), "reload ran the module's code again"
+print("ok")
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=PACKAGE.parent)
+    assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-3000:]
+
+
 def test_only_shared_data_reads_the_folder_beside_the_clone():
     """A user's clone has no ../shared: every test that reads it goes through tests/helpers/shared_data.py, whose
     marker ``make test-clone`` runs without it."""

@@ -41,14 +41,27 @@ class MovedEntryPoints(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         return spec
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
-        return importlib.import_module(self.target(spec.name))
+        module = importlib.import_module(self.target(spec.name))
+        spec.loader_state = self.source_spec(module.__spec__.name)  # importlib sets the alias's spec on it next
+        return module
 
     def exec_module(self, module: ModuleType) -> None:
-        """Nothing: the module was run under its own name."""
+        """Nothing to run (the module ran under its own name). Its ``__spec__`` is its own again (name, origin,
+        ``importlib.reload`` finds it anew), with this finder as loader, so ``runpy`` of either name finds code."""
+        real = module.__spec__.loader_state
+        own = importlib.util.spec_from_loader(real.name, self, origin=real.origin, is_package=real.parent == real.name)
+        own.loader_state, own.submodule_search_locations = real, real.submodule_search_locations
+        own.has_location = real.has_location
+        module.__spec__ = own
+
+    def source_spec(self, name: str) -> importlib.machinery.ModuleSpec:
+        """The real module's spec as the path finder gives it (its source loader)."""
+        spec = importlib.util.find_spec(name)
+        return spec.loader_state if spec.loader is self else spec
 
     def get_code(self, fullname: str) -> CodeType | None:
-        moved = self.target(fullname)
-        return importlib.util.find_spec(moved).loader.get_code(moved)
+        real = self.target(fullname) or fullname
+        return self.source_spec(real).loader.get_code(real)
 
 
 def install() -> None:
