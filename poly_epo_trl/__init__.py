@@ -18,6 +18,7 @@ _EXPORTS = {
     "ClusteringJudge": "judges",
     "DistinctJudge": "judges",
     "GRPODivTrainer": "trainer",
+    "PassAtKCallback": "evaluation.callback",
     "PolyEPOConfig": "trainer",
     "PolyEPOTrainer": "trainer",
     "diversity_bonus": "advantages",

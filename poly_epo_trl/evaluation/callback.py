@@ -52,6 +52,34 @@ class PassAtKCallback(TrainerCallback):
         )
         self.on_start, self.agent = on_start, agent
 
+    @classmethod
+    def for_trainer(
+        cls,
+        trainer: Any,
+        rows: Sequence[dict[str, Any]] | Any,
+        eval_steps: int,
+        num_samples: int = 16,
+        judge: Any = None,
+        on_start: bool = False,
+    ) -> PassAtKCallback:
+        """The callback for any TRL ``GRPOTrainer`` (a stock one included): ``rows`` (a list of dicts or a dataset
+        with TRL's ``prompt`` column and the columns its rewards read) scored by the trainer's own reward functions
+        and weights, sampled as the trainer samples (its completion length, temperature and seed), ``num_samples``
+        each; ``judge`` (optional: a ``ClusteringJudge``, a function ``judge(prompt, completions)`` or a spec)
+        adds ``eval/distinct_correct_clusters``. Add it with ``trainer.add_callback(...)``."""
+        from torch import nn
+
+        rewards = [f for f in trainer.reward_funcs if not isinstance(f, nn.Module)]
+        weights = [float(w) for f, w in zip(trainer.reward_funcs, trainer.reward_weights, strict=True) if f in rewards]
+        settings = SamplingSettings(
+            num_samples=num_samples,
+            max_new_tokens=trainer.args.max_completion_length,
+            temperature=trainer.args.temperature,
+            seed=trainer.args.seed,
+        )
+        scorer = Scorer(rewards, weights, judge)
+        return cls(trainer, list(rows), scorer, settings, eval_steps, on_start=on_start)
+
     def evaluate(self) -> dict[str, float]:
         start = time.perf_counter()
         accelerator = self.trainer.accelerator
