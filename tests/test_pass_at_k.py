@@ -52,3 +52,36 @@ def test_the_pass_at_k_recipe_trains_on_cpu_with_the_papers_advantages(tmp_path)
     ours = divided_by_set_std(batch.advantages[mixed], set_means[mixed])
     torch.testing.assert_close(ours, chen_et_al(batch.rewards[mixed], k).to(ours.dtype))  # to float32 precision
     assert (batch.advantages[~mixed].abs() < 1e-6).all()
+
+
+def pkpo_binary_credits(correct: list[bool], k: int) -> list[float]:
+    """PKPO's advantages for 0/1 rewards (Walder and Karkhanis 2025, arXiv 2505.15201, Theorem 2), written from the
+    paper: a correct sample's credit is k/n, an incorrect one's (k/n) rho(n - 1, c, k - 1), with rho(n, c, k) =
+    1 - C(n - c, k) / C(n, k) the pass@k of c correct among n; the credits then centred on their group mean."""
+    from math import comb
+
+    n, c = len(correct), sum(correct)
+
+    def rho(total: int, good: int, draws: int) -> float:
+        return 1.0 - comb(total - good, draws) / comb(total, draws) if draws else 0.0
+
+    credits = [k / n if ok else (k / n) * rho(n - 1, c, k - 1) for ok in correct]
+    mean = sum(credits) / n
+    return [credit - mean for credit in credits]
+
+
+def test_pkpo_published_credits_are_n_over_N_times_the_pass_at_n_set_advantage():
+    """PKPO's published binary credits (n = 4, c = 2, k = 2 gives +-1/12) equal k/N times the marginal set advantage
+    of the pass_at_n objective (+-1/6 x 1/2), and so do its credits for every 0/1 group up to 8 rollouts and every
+    set size: an outside number nobody here wrote, pinned."""
+    import itertools
+
+    published = pkpo_binary_credits([True, True, False, False], 2)
+    assert published == pytest.approx([1 / 12, 1 / 12, -1 / 12, -1 / 12])
+    for size in range(2, 9):
+        for correct in itertools.product([False, True], repeat=size):
+            rewards = torch.tensor([list(map(float, correct))])
+            clusters = torch.arange(size).unsqueeze(0)
+            for k in range(1, size + 1):
+                ours = marginal_set_advantages(rewards, clusters, k, objective="pass_at_n")[0] * k / size
+                assert ours.tolist() == pytest.approx(pkpo_binary_credits(list(correct), k), abs=1e-6), (correct, k)
