@@ -417,3 +417,21 @@ def test_a_builtin_task_fills_in_what_the_recipe_leaves_out(tmp_path):
     script_args, training_args, model_args = parse(["--config", str(recipe), "--dataset_name", "data/x.jsonl"])
     assert script_args.reward_funcs == ["math"] and model_args.model_name_or_path is None
     assert training_args.max_completion_length != 6
+
+
+def test_poly_epo_env_and_version(capsys):
+    """``poly-epo --version``, and ``poly-epo env``: TRL's report (``trl env``) followed by this package's version,
+    the judges' packages and, with ``--config``, the recipe's judge."""
+    from importlib.metadata import version
+
+    import poly_epo_trl
+    from poly_epo_trl.commands.cli import main as cli
+
+    cli(["--version"])
+    assert capsys.readouterr().out.strip() == f"poly_epo_trl {poly_epo_trl.__version__} (TRL {version('trl')})"
+    cli(["env", "--config", str(ROOT / "recipes/SmolLM2-135M-Instruct/poly_epo/config_vllm_cpu.yaml")])
+    report = capsys.readouterr().out
+    for line in ("- TRL version: ", "- Transformers version: ", f"- poly_epo_trl version: {poly_epo_trl.__version__}"):
+        assert line in report
+    assert "- recipe judge: openai" in report and "- recipe judge server: http://127.0.0.1:8001/v1" in report
+    assert report.index("TRL version") < report.index("poly_epo_trl version")

@@ -18,11 +18,13 @@ COMMANDS = {
         "how alike judges cluster the same groups, and what each costs",
     ),
     "plot": ("plot", "a training run's curves as a PNG, from its own log history"),
+    "env": ("env", "versions and setup to paste into a bug report (trl env, plus this package's)"),
 }
 
 
 def usage() -> str:
-    lines = ["usage: poly-epo <command> [options]   (poly-epo <command> --help for its options)", "", "commands:"]
+    lines = ["usage: poly-epo <command> [options]   (poly-epo <command> --help for its options)", ""]
+    lines += ["  -V, --version    print the version", "", "commands:"]
     lines += [f"  {name:<16} {help_text}" for name, (_, help_text) in COMMANDS.items()]
     return "\n".join(lines)
 
@@ -31,6 +33,13 @@ def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     if not argv or argv[0] in ("-h", "--help"):
         print(usage())
+        return
+    if argv[0] in ("-V", "--version"):
+        from importlib.metadata import version
+
+        from poly_epo_trl import __version__
+
+        print(f"poly_epo_trl {__version__} (TRL {version('trl')})")
         return
     if argv[0] not in COMMANDS:
         print(f"error: unknown command {argv[0]!r}\n\n{usage()}", file=sys.stderr)
