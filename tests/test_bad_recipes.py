@@ -54,6 +54,7 @@ RECIPES = [
     ("gate_with_other_objective", RECIPE + "diversity_gate: true\nset_objective: pass_at_n\n", "diversity_gate"),
     ("scale_rewards_unknown", RECIPE + "scale_rewards: std\n", "scale_rewards"),
     ("aggregation_normalize", RECIPE + "multi_objective_aggregation: normalize_then_sum\n", "would invert it"),
+    ("jit_checkpoint", RECIPE + "enable_jit_checkpoint: true\n", "preemption handling owns SIGTERM"),
     ("diversity_coef_negative", replaced("diversity_coef: 0.5", "diversity_coef: -1"), "diversity_coef"),
     ("judge_unknown", replaced("judge: sum_pair", "judge: oracle"), "oracle"),
     ("judge_fallback_unknown", RECIPE + "judge_fallback: ignore\n", "judge_fallback"),

@@ -175,6 +175,13 @@ class PolyEPOSettings(JudgeSettings):
             )
         if args.scale_rewards not in SCALINGS:
             raise ValueError(f"scale_rewards={args.scale_rewards!r}: use one of {SCALINGS} (or true / false).")
+        if getattr(args, "enable_jit_checkpoint", False) and self.preemption_grace_seconds > 0:
+            raise ValueError(
+                "enable_jit_checkpoint=True: while train() runs, this trainer's preemption handling owns SIGTERM and "
+                "SIGINT (a checkpoint at the next step boundary, exact resume; see the long-runs page), so "
+                "transformers' just-in-time checkpoint would never run. Set enable_jit_checkpoint: false, or "
+                "preemption_grace_seconds: 0 to leave the signals to transformers."
+            )
         if args.multi_objective_aggregation != "sum_then_normalize":
             raise ValueError(
                 f"multi_objective_aggregation={args.multi_objective_aggregation!r}: set RL scores the weighted sum "
