@@ -220,6 +220,23 @@ def test_trainer_demands_a_judge_and_a_grpo_config(model_dir, tmp_path):
         )
 
 
+def test_positional_arguments_are_read_by_name(model_dir, tmp_path):
+    """GRPOTrainer's arguments given by position are bound to its signature once and then read by name: the config
+    in third place is the run's, the dataset in fourth place is checked (a column its reward reads is missing), and
+    an argument GRPOTrainer does not take is TRL's TypeError."""
+
+    def needs_target(completions, target, **kwargs):
+        return [0.0 for _ in completions]
+
+    args = config(tmp_path, set_size=2)
+    trainer = PolyEPOTrainer(str(model_dir), sum_pair_reward, args, toy_dataset(), judge="answer")
+    assert trainer.args is args and trainer.settings.set_size == 2
+    with pytest.raises(Exception, match="reads the column 'target'"):
+        PolyEPOTrainer(str(model_dir), needs_target, args, toy_dataset(), judge="answer")
+    with pytest.raises(TypeError, match="too many positional arguments"):
+        PolyEPOTrainer(str(model_dir), sum_pair_reward, args, *[None] * 16, judge="answer")
+
+
 def evaluating_trainer(trainer_cls, model_dir, tmp_path, judge, eval_batch: int, num_generations_eval: int):
     """A trainer that trains one step and evaluates after it on 4 held-out prompts."""
     return trainer_cls(

@@ -212,10 +212,15 @@ class PolyEPOSettings(JudgeSettings):
 
 
 def trainer_config(
-    trainer: str, suffix: str, args: tuple, kwargs: dict, judge: Any, values: dict[str, Any], method: Any = None
-) -> tuple[tuple, dict, GRPOConfig, PolyEPOSettings]:
-    """The GRPOTrainer arguments (``args``, ``kwargs``) with their config in place, that config, and the run's
-    Poly-EPO settings, for ``trainer`` (its name, for errors) given ``judge=`` and the settings' keyword arguments
+    trainer: str,
+    suffix: str,
+    arguments: dict[str, Any],
+    judge: Any,
+    values: dict[str, Any],
+    method: Any = None,
+) -> tuple[GRPOConfig, PolyEPOSettings]:
+    """The run's config, placed in GRPOTrainer's ``arguments`` (bound by name) as ``args``, and its Poly-EPO
+    settings, for ``trainer`` (its name, for errors) given ``judge=`` and the settings' keyword arguments
     ``values``:
 
     - no config: ``PolyEPOConfig("<model name>-<suffix>")`` with ``values`` (as GRPOTrainer builds
@@ -224,19 +229,16 @@ def trainer_config(
     - any other ``GRPOConfig``: kept as it is, the settings from ``values`` over the defaults (``DEFAULT_JUDGE``
       unless given a judge); the GRPO settings that differ from the paper's are said once in the log."""
     uses = method.uses if method is not None else ("set_size",)
-    config = kwargs.get("args") if "args" in kwargs else (args[2] if len(args) > 2 else None)
+    config = arguments.get("args")
     if config is None:
-        model = kwargs.get("model", args[0] if args else None)
+        model = arguments["model"]
         name = model if isinstance(model, str) else get_config_model_id(model.config)
         values.setdefault("judge", DEFAULT_JUDGE if judge is None else None)
         config = PolyEPOConfig(f"{name.split('/')[-1]}-{suffix}", **values)  # check_with ran in __post_init__
         config.check_set_size(config, uses)
         say_unused(trainer, method, {k: v for k, v in values.items() if k != "judge"})
-        if len(args) > 2:
-            args = (*args[:2], config, *args[3:])
-        else:
-            kwargs["args"] = config
-        return args, kwargs, config, config
+        arguments["args"] = config
+        return config, config
     if isinstance(config, PolyEPOConfig):
         if values:
             raise TypeError(
@@ -246,7 +248,7 @@ def trainer_config(
         config.check_with(config)
         config.check_set_size(config, uses)
         say_unused(trainer, method, changed_settings(config))
-        return args, kwargs, config, config
+        return config, config
     if not isinstance(config, GRPOConfig):
         raise TypeError(
             f"{trainer} needs args=GRPOConfig(...) (or PolyEPOConfig, with the paper's defaults), got "
@@ -265,7 +267,7 @@ def trainer_config(
             type(config).__name__,
             ", ".join(departures),
         )
-    return args, kwargs, config, settings
+    return config, settings
 
 
 def settings_names() -> frozenset[str]:

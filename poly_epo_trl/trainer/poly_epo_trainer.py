@@ -18,7 +18,9 @@ only change from GRPOTrainer is the advantage: everything else, the loss include
 
 from __future__ import annotations
 
+import inspect
 import logging
+import time
 import warnings
 from pathlib import Path
 from typing import Any, ClassVar
@@ -74,11 +76,10 @@ class PolyEPOTrainer(GRPOTrainer):
         self.method: Method = self.chosen_method(method)
         check_keywords(name, kwargs, settings_names())
         values = {key: kwargs.pop(key) for key in settings_names() & set(kwargs)}
-        args, kwargs, config, self.settings = trainer_config(
-            name, self.output_suffix(), args, kwargs, judge, values, self.method
-        )
-        args, kwargs = self.checked_inputs(args, kwargs)
-        pipeline = self.judge_pipeline(judge, kwargs, check_judge) if self.method.needs_judge else None
+        arguments = grpo_arguments(args, kwargs)
+        config, self.settings = trainer_config(name, self.output_suffix(), arguments, judge, values, self.method)
+        self.check_inputs(arguments)
+        pipeline = self.judge_pipeline(judge, arguments, check_judge) if self.method.needs_judge else None
         self._name = self.method.label or self.method.name
         self._tag_names = ["trl", "grpo", *self.method.tags]
         self._paper = dict(self.method.paper) if self.method.paper else GRPOTrainer._paper
@@ -87,7 +88,7 @@ class PolyEPOTrainer(GRPOTrainer):
         self.method_state = self.method.state() if self.method.state is not None else None
         self.judging: GroupJudging | None = None
         with vllm_seams(self, config, self.settings):
-            super().__init__(*args, **kwargs)
+            super().__init__(**arguments)
         self.reward_funcs = [
             f if isinstance(f, nn.Module) else checked_reward(f, n, self.count_nans)
             for f, n in zip(self.reward_funcs, self.reward_func_names, strict=True)
@@ -119,27 +120,17 @@ class PolyEPOTrainer(GRPOTrainer):
         if self.method.kind == "bonus":
             self.add_bonus_column()
 
-    def checked_inputs(self, args: tuple, kwargs: dict[str, Any]) -> tuple[tuple, dict[str, Any]]:
-        """GRPOTrainer's arguments with the training rows checked (their prompts; ShareGPT rows converted) and the
-        rewards' columns found in them, before anything loads (not where a ``rollout_func`` may add the columns a
-        reward reads: TRL passes its extra fields to the rewards)."""
-        position = 3  # GRPOTrainer(model, reward_funcs, args, train_dataset, ...)
-        dataset = (
-            kwargs["train_dataset"]
-            if "train_dataset" in kwargs
-            else (args[position] if len(args) > position else None)
-        )
-        if dataset is None:
-            return args, kwargs
-        dataset = checked_dataset(dataset)
-        rewards = kwargs.get("reward_funcs", args[1] if len(args) > 1 else None)
-        if rewards is not None and kwargs.get("rollout_func") is None:
-            check_reward_columns(rewards, dataset)
-        if "train_dataset" in kwargs:
-            return args, {**kwargs, "train_dataset": dataset}
-        return (*args[:position], dataset, *args[position + 1 :]), kwargs
+    def check_inputs(self, arguments: dict[str, Any]) -> None:
+        """GRPOTrainer's ``arguments`` with the training rows checked in place (their prompts; ShareGPT rows
+        converted) and the rewards' columns found in them, before anything loads (not where a ``rollout_func`` may
+        add the columns a reward reads: TRL passes its extra fields to the rewards)."""
+        if arguments.get("train_dataset") is None:
+            return
+        arguments["train_dataset"] = checked_dataset(arguments["train_dataset"])
+        if arguments.get("reward_funcs") is not None and arguments.get("rollout_func") is None:
+            check_reward_columns(arguments["reward_funcs"], arguments["train_dataset"])
 
-    def judge_pipeline(self, judge: Any, kwargs: dict[str, Any], check: bool) -> JudgePipeline:
+    def judge_pipeline(self, judge: Any, arguments: dict[str, Any], check: bool) -> JudgePipeline:
         """The judge of the groups, built from ``judge=`` or the settings before the model loads (a spec that names no
         judge, or a judge that is none, stops here). A judge built from a spec string (a service, say) is asked one
         probe group (``check``), as a recipe's is: one that cannot answer stops here, within the recipe's probe
@@ -151,7 +142,7 @@ class PolyEPOTrainer(GRPOTrainer):
                 "ClusteringJudge, a function judge(prompt, completions) -> list[int], or a spec such as 'answer') or "
                 "set PolyEPOConfig.judge."
             )
-        agent = {key: kwargs.get(key) for key in ("tools", "environment_factory") if kwargs.get(key)}
+        agent = {key: arguments.get(key) for key in ("tools", "environment_factory") if arguments.get(key)}
         tools = describe_tools(agent_tools(agent)) if agent else None  # what the agent could call, as TRL offers it
         pipeline = self.settings.make_judge(judge, tools=tools)
         if check and (judge is None or isinstance(judge, str)):
@@ -268,8 +259,10 @@ class PolyEPOTrainer(GRPOTrainer):
     def _generate(self, prompts: list):
         """Seam 1: as soon as the completions exist, judge this process's groups in the background (``output[3]``:
         the decoded completions; the rest as ``step.Generated`` reads it)."""
+        began = time.perf_counter()
         output = super()._generate(prompts)
         self.step = Step(*self.mode_and_group_size())
+        self.log_metric(self.step.mode, "time/generation", time.perf_counter() - began)
         if self.judging is not None:
             self.judging.submit(self.step, prompts, output[3], Generated.of(output))
         return output
@@ -291,7 +284,9 @@ class PolyEPOTrainer(GRPOTrainer):
             batch = self.judging.judged_batch(self.step, host[:, :columns], weights, prompts, completions)
         else:
             batch = steps.set_batch(self.step, host[:, :columns], weights, *steps.gather_texts(prompts, completions))
+        began = time.perf_counter()
         result = apply_method(self.method, batch, self.settings, self.args.scale_rewards, self.method_state)
+        self.log_metric(mode, "time/advantage", time.perf_counter() - began)
         rewards = self.take(result, batch, rewards)
         if self.judging is not None:
             self.judging.show(batch, len(prompts), self.state.global_step)
@@ -313,10 +308,14 @@ class PolyEPOTrainer(GRPOTrainer):
         return rewards
 
     def _generate_and_score_completions(self, inputs):
-        """Seam 3: the method's advantages, where it gave some, in place of GRPO's."""
+        """Seam 3: the method's advantages, where it gave some, in place of GRPO's. ``time/rollout``: the whole
+        (generation, log-probabilities, rewards, the judge's wait, the method); TRL's ``step_time`` less it is the
+        loss and backward pass."""
+        began = time.perf_counter()
         output = super()._generate_and_score_completions(inputs)
         if self.step is not None and self.step.advantages is not None:
             output, self.step.advantages = replace_advantages(self, output, self.step.advantages), None
+        self.log_metric(self.mode_and_group_size()[0], "time/rollout", time.perf_counter() - began)
         return output
 
     def mode_and_group_size(self) -> tuple[str, int]:
@@ -351,6 +350,13 @@ class PolyEPOTrainer(GRPOTrainer):
                 f"- Paper: [{paper['title']}](https://huggingface.co/papers/{paper['id']}) (arXiv {paper['id']}).",
             ]
         )
+
+
+def grpo_arguments(args: tuple, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """GRPOTrainer's arguments by name, bound once to its signature (what it does not take is a TypeError, as
+    GRPOTrainer's own); every later step reads and sets them by name."""
+    bound = inspect.signature(GRPOTrainer.__init__).bind(None, *args, **kwargs)
+    return {name: value for name, value in bound.arguments.items() if name != "self"}
 
 
 def trl_resumable(trainer: GRPOTrainer) -> dict[str, Resumable]:
