@@ -30,7 +30,7 @@ FLOORS = {
     "commands": 6,
 }
 LEAVES = {"constants", "registry", "recipe", "text", "files"}  # the only modules at the top, beside the face
-COLLABORATORS = ["trainer/judging.py", "trainer/keeper.py", "trainer/preemption.py", "methods"]
+COLLABORATORS = ["trainer/judging.py", "trainer/keeper.py", "trainer/preemption.py", "trainer/step.py", "methods"]
 REACHED_THROUGH_THE_TRAINER = {"trainer", "judging", "keeper", "method", "method_state"}
 
 
@@ -138,8 +138,9 @@ def collaborator_modules() -> list[Path]:
 
 @pytest.mark.parametrize("path", collaborator_modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_collaborators_are_handed_what_they_use(path):
-    """The judging, the keeper, the preemption guard and the methods take no trainer, and read no collaborator
-    through one: no parameter named ``trainer``, no ``trainer.x``, no ``x.judging`` / ``x.keeper`` / ``x.method``."""
+    """The judging, the keeper, the preemption guard, a step's helpers and the methods take no trainer, and read no
+    collaborator through one: no parameter named ``trainer``, no ``trainer.x``, no ``x.judging`` / ``x.keeper`` /
+    ``x.method``."""
     tree = ast.parse(path.read_text())
     where = path.relative_to(PACKAGE)
     for node in ast.walk(tree):

@@ -26,7 +26,7 @@ from . import step as steps
 from .config import PolyEPOSettings
 from .preemption import StepAbandoned
 from .rollouts import turns_from_env_mask
-from .step import Generated, PendingJudge, SetBatch, Step, gather_texts, set_batch
+from .step import Generated, OnceWarnings, PendingJudge, SetBatch, Step, gather_texts, set_batch
 from .verdicts import audit_records, judge_columns
 
 logger = logging.getLogger(__name__)
@@ -57,9 +57,10 @@ class GroupJudging:
         log_metric: MetricLog,
         log_column: Callable[[str, list], None],
         should_abandon: Callable[[bool], bool],
+        warnings: OnceWarnings,
         rollout_tokenizer: Any = None,
     ) -> None:
-        self.pipeline, self.settings, self.accelerator = pipeline, settings, accelerator
+        self.pipeline, self.settings, self.accelerator, self.warnings = pipeline, settings, accelerator, warnings
         self.log_metric, self.log_column, self.should_abandon = log_metric, log_column, should_abandon
         self.rollout_tokenizer = rollout_tokenizer
         self.steps_over_fallback_frac = 0  # resumed with a checkpoint (``resumable``)
@@ -68,7 +69,6 @@ class GroupJudging:
         # (before a checkpoint and at the end of training, so what a checkpoint saw is on disk)
         self.writer = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="poly-epo-audit")
         self.written: concurrent.futures.Future | None = None
-        self.warned_flat_rollouts = False
 
     def resumable(self) -> dict[str, tuple[Callable[[], Any], Callable[[Any], None]]]:
         """What a checkpoint keeps of the judging (the fallback patience), as (get, set) by name."""
@@ -111,16 +111,15 @@ class GroupJudging:
                 )
             ]
         if trajectories is None:
-            if not self.warned_flat_rollouts:
-                self.warned_flat_rollouts = True
-                logger.warning(
-                    "rollout_func returned neither a %r field nor an env_mask: the judge reads TRL's decoded "
-                    "completion text, with no roles and tool results mixed into the agent's words. Return an env_mask "
-                    "(1 on the model's tokens, 0 on the environment's) or one list of chat messages per completion "
-                    "under %r for the judge to read the turns.",
-                    ROLLOUT_TRAJECTORY,
-                    ROLLOUT_TRAJECTORY,
-                )
+            self.warnings.warn(
+                "flat_rollouts",
+                "rollout_func returned neither a %r field nor an env_mask: the judge reads TRL's decoded "
+                "completion text, with no roles and tool results mixed into the agent's words. Return an env_mask "
+                "(1 on the model's tokens, 0 on the environment's) or one list of chat messages per completion "
+                "under %r for the judge to read the turns.",
+                ROLLOUT_TRAJECTORY,
+                ROLLOUT_TRAJECTORY,
+            )
             return completions
         if len(trajectories) != len(completions) or not all(
             isinstance(t, list) and all(isinstance(m, dict) and "role" in m for m in t) for t in trajectories

@@ -42,15 +42,16 @@ from .inputs import check_keywords, check_reward_columns, checked_dataset
 from .judging import GroupJudging
 from .keeper import LongRunKeeper, Resumable
 from .resume import identity_mismatch, run_identity, save_identity
-from .step import Generated, SetBatch, Step, replace_advantages, unscore_infinite
+from .step import Generated, OnceWarnings, SetBatch, Step, replace_advantages, unscore_infinite
 from .verdicts import AuditResume
 from .vllm_engine import vllm_seams
 
 logger = logging.getLogger(__name__)
 
 # TRL 1.16 reads `model.is_gradient_checkpointing` every step, which transformers 5.23 deprecates: the user cannot act
-# on that warning (it is not about their settings), so it is silenced; a recipe using `gradient_checkpointing` warns.
-warnings.filterwarnings("ignore", message=r"`is_gradient_checkpointing` is deprecated", category=FutureWarning)
+# on that warning (it is not about their settings), so training silences it (nothing global is set at import); a
+# recipe using `gradient_checkpointing` still warns.
+TRL_DEPRECATION = r"`is_gradient_checkpointing` is deprecated"
 # GRPOTrainer's private state that an exact resume saves and restores: the micro-step counter and the generation
 # buffer (with steps_per_generation > 1, several steps train on one buffered batch)
 TRL_RESUMED = ("_step", "_buffered_inputs")
@@ -84,7 +85,7 @@ class PolyEPOTrainer(GRPOTrainer):
         self._tag_names = ["trl", "grpo", *self.method.tags]
         self._paper = dict(self.method.paper) if self.method.paper else GRPOTrainer._paper
         self.step: Step | None = None  # the generation batch in progress (then the last one)
-        self.said: set[str] = set()  # the warnings said once a run
+        self.warnings = OnceWarnings()  # the warnings said once a run
         self.method_state = self.method.state() if self.method.state is not None else None
         self.judging: GroupJudging | None = None
         with vllm_seams(self, config, self.settings):
@@ -96,24 +97,25 @@ class PolyEPOTrainer(GRPOTrainer):
         self.nans = 0  # NaN rewards of the batch in progress (rewards/non_finite)
         if pipeline is not None:
             self.judging = GroupJudging(
-                pipeline,
-                self.settings,
-                self.accelerator,
-                self.args.output_dir,
-                self.log_metric,
-                self._log_completion_extra,
-                self.should_abandon,
+                pipeline=pipeline,
+                settings=self.settings,
+                accelerator=self.accelerator,
+                output_dir=self.args.output_dir,
+                log_metric=self.log_metric,
+                log_column=self._log_completion_extra,
+                should_abandon=self.should_abandon,
+                warnings=self.warnings,
                 rollout_tokenizer=self.rollout_tokenizer(),
             )
             self.add_callback(AuditResume(self.judging.audit))
         self.keeper = LongRunKeeper(
-            self.accelerator,
-            self.settings.preemption_grace_seconds,
-            lambda: self.state,
-            self._get_output_dir,
-            self.write_checkpoint,
-            self.resumable_parts(),
-            self.judging.flush if self.judging else lambda: None,
+            accelerator=self.accelerator,
+            grace_seconds=self.settings.preemption_grace_seconds,
+            state_of=lambda: self.state,
+            output_dir_of=self._get_output_dir,
+            save_model=self.write_checkpoint,
+            resumable=self.resumable_parts(),
+            flush=self.judging.flush if self.judging else lambda: None,
         )
         for callback in self.keeper.callbacks:
             self.add_callback(callback)
@@ -231,7 +233,9 @@ class PolyEPOTrainer(GRPOTrainer):
             raise ValueError(
                 f"{mismatch} Resume from one of this method's checkpoints, or train in another output_dir."
             )
-        return self.keeper.train(super().train, resume_from_checkpoint, *args, **kwargs)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=TRL_DEPRECATION, category=FutureWarning)
+            return self.keeper.train(super().train, resume_from_checkpoint, *args, **kwargs)
 
     def identity(self) -> dict[str, Any]:
         """What this run's checkpoints record of it (``resume.run_identity``)."""
@@ -273,7 +277,16 @@ class PolyEPOTrainer(GRPOTrainer):
         mode, group_size = self.mode_and_group_size()
         self.nans = 0
         rewards = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
-        rewards, host = unscore_infinite(self, rewards, steps.to_host(rewards), mode, self.nans)
+        rewards, host, infinite = unscore_infinite(rewards, steps.to_host(rewards))
+        self.log_metric(mode, "rewards/non_finite", sum(infinite) + self.nans)
+        if any(infinite):
+            self.warnings.warn(
+                "non_finite",
+                "Reward functions %s returned +inf or -inf for %d completions: they count as not scored (like None); "
+                "rewards/non_finite counts them every step. Return a finite number or None.",
+                [name for name, count in zip(self.reward_func_names, infinite, strict=False) if count],
+                sum(infinite),
+            )
         if self.step is None or self.step.mode != mode or self.step.batch is not None:
             self.step = Step(mode, group_size)  # not started by _generate (called on its own)
         if self.method.kind == "none":
@@ -314,7 +327,9 @@ class PolyEPOTrainer(GRPOTrainer):
         began = time.perf_counter()
         output = super()._generate_and_score_completions(inputs)
         if self.step is not None and self.step.advantages is not None:
-            output, self.step.advantages = replace_advantages(self, output, self.step.advantages), None
+            process, logged = self.accelerator.process_index, self._logs["advantages"]
+            output = replace_advantages(output, self.step.advantages, process, logged)
+            self.step.advantages = None
         self.log_metric(self.mode_and_group_size()[0], "time/rollout", time.perf_counter() - began)
         return output
 

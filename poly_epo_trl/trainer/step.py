@@ -92,14 +92,16 @@ def set_batch(
     return SetBatch(total, cluster_ids, nan, step.mode, prompts, texts, completions, groups)
 
 
-def replace_advantages(trainer: Any, output: dict[str, Any], advantages: torch.Tensor) -> dict[str, Any]:
-    """TRL's places for a step's advantages, given ``advantages`` (all processes' rows): this process's slice into
-    ``output["advantages"]`` (what the loss reads) and the whole batch into the completions table's log, in place
-    of the batch's GRPO advantages TRL just logged there (its newest entries)."""
+def replace_advantages(
+    output: dict[str, Any], advantages: torch.Tensor, process_index: int, logged: list[float]
+) -> dict[str, Any]:
+    """TRL's places for a step's advantages, given ``advantages`` (all processes' rows): this process's slice (it is
+    process ``process_index``) into ``output["advantages"]`` (what the loss reads) and the whole batch into
+    ``logged``, the completions table's advantages column, in place of the batch's GRPO advantages TRL just logged
+    there (its newest entries)."""
     local = output["advantages"]
-    start = trainer.accelerator.process_index * len(local)
+    start = process_index * len(local)
     output["advantages"] = advantages[start : start + len(local)].to(device=local.device, dtype=local.dtype)
-    logged = trainer._logs["advantages"]
     for _ in range(min(len(advantages), len(logged))):
         logged.pop()
     logged.extend(advantages.tolist())
@@ -112,27 +114,24 @@ def to_host(tensor: torch.Tensor) -> torch.Tensor:
     return tensor.detach().to("cpu")
 
 
-def unscore_infinite(
-    trainer: Any, rewards: torch.Tensor, host: torch.Tensor, mode: str, nans: int = 0
-) -> tuple[torch.Tensor, torch.Tensor]:
+def unscore_infinite(rewards: torch.Tensor, host: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, list[int]]:
     """Rewards of +inf or -inf as not scored (NaN, like a reward function's None), on the device (``rewards``,
-    without reading it) and on the host (``host``, its copy), counted in ``rewards/non_finite`` with the ``nans``
-    reward functions returned (not scored as well), and warned about once a run, instead of letting them turn a
-    group's advantages, then every weight, into NaN."""
+    without reading it) and on the host (``host``, its copy), instead of letting them turn a group's advantages, then
+    every weight, into NaN; and how many each reward column had."""
     infinite = torch.isinf(host)
-    count = int(infinite.sum())
-    trainer._metrics[mode]["rewards/non_finite"].append(count + nans)
-    if not count:
-        return rewards, host
-    if "non_finite" not in trainer.said:
-        trainer.said.add("non_finite")
-        names = [
-            name for name, bad in zip(trainer.reward_func_names, infinite.any(dim=0).tolist(), strict=False) if bad
-        ]
-        logger.warning(
-            "Reward functions %s returned +inf or -inf for %d completions: they count as not scored (like None); "
-            "rewards/non_finite counts them every step. Return a finite number or None.",
-            names,
-            count,
-        )
-    return rewards.masked_fill(torch.isinf(rewards), torch.nan), host.masked_fill(infinite, torch.nan)
+    counts = [int(c) for c in infinite.sum(dim=0).tolist()] if host.ndim == 2 else [int(infinite.sum())]
+    if not any(counts):
+        return rewards, host, counts
+    return rewards.masked_fill(torch.isinf(rewards), torch.nan), host.masked_fill(infinite, torch.nan), counts
+
+
+class OnceWarnings:
+    """The warnings a run says once each, by key: the one warn-once of the trainer and its collaborators."""
+
+    def __init__(self) -> None:
+        self.said: set[str] = set()
+
+    def warn(self, key: str, message: str, *args: Any) -> None:
+        if key not in self.said:
+            self.said.add(key)
+            logger.warning(message, *args)
