@@ -35,37 +35,40 @@ def test_diversity_and_votes():
     assert powers_of_two_up_to(12) == [1, 2, 4, 8, 12]
 
 
-def test_interval_labels_read_well_for_one_seed_and_several():
-    from poly_epo_trl.evaluation.report import format_interval, seeds_interval
+def test_interval_labels_say_what_the_interval_is_over():
+    from poly_epo_trl.evaluation.report import format_interval, interval_label
 
-    assert seeds_interval(1) == "1 seed, no interval over seeds"
-    assert seeds_interval(5) == "95% bootstrap interval over 5 seeds"
+    assert interval_label(1, 15) == "95% interval over 15 problems, 1 seed (no seed spread in it)"
+    assert interval_label(5, 15) == "95% interval over 5 seeds x 15 problems"
+    assert interval_label(3, 19, paired=False) == "range over 3 seeds (min-max, not an interval)"
     assert format_interval({"mean": 0.5, "low": 0.5, "high": 0.5}, 2) == "0.50"
     assert format_interval({"mean": 0.5, "low": 0.25, "high": 0.75}, 2) == "0.50 [0.25, 0.75]"
 
 
-def test_across_seeds_is_a_bootstrap_interval_of_the_seed_means_within_the_bounds():
-    from poly_epo_trl.evaluation.report import across_seeds, summarize
+def test_across_seeds_is_an_interval_over_seeds_and_problems():
+    from poly_epo_trl.evaluation.intervals import crossed_interval
+    from poly_epo_trl.evaluation.report import across_seeds, problem_metrics, summarize
 
-    def problems(correct: int) -> list[dict]:
-        from poly_epo_trl.evaluation.report import problem_metrics
+    def problems(correct: list[int]) -> list[dict]:
+        return [problem_metrics([1.0] * c + [0.0] * (4 - c), ["a"] * 4, [0, 1, 2, 3]) for c in correct]
 
-        return [problem_metrics([1.0] * correct + [0.0] * (4 - correct), ["a"] * 4, [0, 1, 2, 3])]
-
-    runs = [summarize(problems(c), num_resamples=10) for c in (1, 2, 3)]  # pass@1 0.25, 0.5, 0.75
+    runs = [summarize(problems([c, c + 1]), num_resamples=10) for c in (0, 1, 2)]  # 3 seeds x 2 problems
     combined = across_seeds(runs)
     assert combined["num_seeds"] == 3 and combined["ks"] == [1, 2, 4]
-    assert combined["pass_at_k"]["mean"][0] == pytest.approx(0.5)
-    low, high = combined["pass_at_k"]["low"][0], combined["pass_at_k"]["high"][0]
-    assert 0.25 <= low < 0.5 < high <= 0.75  # within the seeds' range: resampled means of 0.25, 0.5, 0.75
-    assert (low, high) == (0.25, 0.75)  # each extreme resample (all three seeds the same) has chance 1/27 > 2.5%
-    bimodal = across_seeds([summarize(problems(c), num_resamples=10) for c in (0, 0, 0, 4, 4)])  # pass@1 0 or 1
-    assert 0.0 <= bimodal["pass_at_k"]["low"][0] < 0.4 < bimodal["pass_at_k"]["high"][0] <= 1.0
-    assert combined["distinct_correct_clusters"]["mean"] == pytest.approx(2.0)
+    assert combined["interval"] == "95% interval over 3 seeds x 2 problems"
+    expected = crossed_interval([[c / 4, (c + 1) / 4] for c in (0, 1, 2)])
+    assert combined["pass_at_k"]["mean"][0] == pytest.approx(0.375)
+    assert (combined["pass_at_k"]["low"][0], combined["pass_at_k"]["high"][0]) == pytest.approx(
+        (expected.low, expected.high)
+    )
+    assert combined["pass_at_k"]["high"][0] - combined["pass_at_k"]["low"][0] > 0.5  # 3 seeds: 2 df, wide
+    one_problem = across_seeds([summarize(problems([c]), num_resamples=10) for c in (1, 2, 3)])
+    seeds = crossed_interval([[0.25], [0.5], [0.75]])  # the seeds' t interval, df 2
+    assert seeds.df == 2 and seeds.low < 0.25 and one_problem["pass_at_k"]["low"][0] == pytest.approx(seeds.low)
     one = across_seeds(runs[:1])
-    assert one["pass_at_k"]["low"] == one["pass_at_k"]["mean"] == one["pass_at_k"]["high"]
+    assert one["interval"].endswith("1 seed (no seed spread in it)")
     with pytest.raises(ValueError, match="different sample counts"):
-        across_seeds([runs[0], summarize([*problems(1)[:0], {**problems(1)[0], "num_samples": 2}], 10)])
+        across_seeds([runs[0], summarize([{**problems([1])[0], "num_samples": 2}], 10)])
 
 
 @settings(deadline=None)  # the first call imports scikit-learn

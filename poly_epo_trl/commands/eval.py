@@ -19,7 +19,7 @@ from typing import Any
 
 from poly_epo_trl.assembly import EvalArguments, assemble_evaluation, parse_and_run
 from poly_epo_trl.evaluation.plots import plot_report
-from poly_epo_trl.evaluation.report import format_table, summarize
+from poly_epo_trl.evaluation.report import format_interval, format_table, paired_comparisons, summarize
 from poly_epo_trl.evaluation.runner import evaluate_checkpoint
 from poly_epo_trl.evaluation.store import SampleStore
 from poly_epo_trl.files import atomic_write_text
@@ -59,7 +59,14 @@ def run(args: EvalArguments) -> dict[str, Any]:
             episodes=bool(parts.agent),
         )
         summaries[label] = summarize(problems[label], args.bootstrap, args.confidence, args.seed)
-    report = {"settings": asdict(args), "summaries": summaries, "problems": problems}
+    report = {
+        "settings": asdict(args),
+        "summaries": summaries,
+        "bands": f"{args.confidence:.0%} percentile bootstrap over problems (one checkpoint: no seed spread in it)",
+        "comparisons": paired_comparisons(problems, args.confidence),
+        "comparisons_are": f"{args.confidence:.0%} t intervals of per-problem differences, paired on problems",
+        "problems": problems,
+    }
     atomic_write_text(out / "report.json", json.dumps(report, indent=1))
     report["plots"] = [str(p) for p in plot_report(summaries, out)]
     return report
@@ -68,6 +75,10 @@ def run(args: EvalArguments) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     args, report = parse_and_run(parse, run, argv, RESUMES)
     print(format_table(report["summaries"]))
+    print(f"bands: {report['bands']}")
+    for pair, stats in report["comparisons"].items():
+        cells = ", ".join(f"{name} {format_interval(stat, 3)}" for name, stat in stats.items())
+        print(f"{pair} ({report['comparisons_are']}): {cells}")
     print(f"wrote {Path(args.output_dir) / 'report.json'} and {len(report['plots'])} plots")
     return report
 

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..constants import DEGENERATE_CLUSTER_ID
+from .intervals import crossed_interval, paired_difference
 from .metrics import majority_at_k, majority_vote, pass_at_k, powers_of_two_up_to
 
 CURVES = ("pass_at_k", "maj_at_k")
@@ -23,15 +24,20 @@ def problem_metrics(
     maj_subsets: int = 200,
     seed: int = 0,
 ) -> dict[str, Any]:
-    """One problem's n samples: pass@k and maj@k for k = 1, 2, 4, ..., n, the winning answer's vote share, and the
+    """One problem's n samples: pass@k and maj@k for k = 1, 2, 4, ..., n, the winning answer's vote share, the
     distinct non-degenerate clusters among all and among correct samples (None without clusters; when the judge saw
-    only the first m samples, among those m)."""
+    only the first m samples, among those m), and how often each correct answer was given."""
     n = len(rewards)
     correct = [r is not None and r >= correct_reward_threshold for r in rewards]  # NaN compares False
     ks = powers_of_two_up_to(n)
+    counts: dict[str, int] = {}
+    for answer, ok in zip(answers, correct, strict=True):
+        if ok:
+            counts[str(answer)] = counts.get(str(answer), 0) + 1
     out: dict[str, Any] = {
         "num_samples": n,
         "num_correct": sum(correct),
+        "correct_answer_counts": dict(sorted(counts.items(), key=lambda item: (-item[1], item[0]))),
         "pass_at_k": [pass_at_k(n, sum(correct), k) for k in ks],
         "maj_at_k": [majority_at_k(answers, correct, k, maj_subsets, seed) for k in ks],
         "vote_share": majority_vote(answers)[1],
@@ -82,7 +88,19 @@ def summarize(
         if key in SCALARS:
             summary[key] = {name: values[0] for name, values in summary[key].items()}
     summary["vote_share_calibration"] = vote_share_calibration(problems)
+    summary["problems"] = [problem_record(p) for p in problems]
     return summary
+
+
+RECORD_KEYS = ("num_samples", *CURVES, *SCALARS, "correct_answer_counts")
+
+
+def problem_record(metrics: dict[str, Any]) -> dict[str, Any]:
+    """What a summary keeps of each problem, in order, for comparisons paired on problems after the run: its sample
+    and correct counts (pass@k at any k <= n follows), its distinct correct clusters and its correct answers'
+    counts (``prompt`` too where the metrics carry it)."""
+    prompt = {"prompt": metrics["prompt"]} if "prompt" in metrics else {}
+    return prompt | {key: metrics[key] for key in RECORD_KEYS}
 
 
 def vote_share_calibration(problems: Sequence[dict[str, Any]], bins: int = 10) -> list[dict[str, float]]:
@@ -106,34 +124,72 @@ def vote_share_calibration(problems: Sequence[dict[str, Any]], bins: int = 10) -
     return out
 
 
-def across_seeds(
-    summaries: Sequence[dict[str, Any]], confidence: float = 0.95, num_resamples: int = 10_000, seed: int = 0
-) -> dict[str, Any]:
-    """Several runs' ``summarize`` outputs (one per training seed, same problems and n) in the same shape: each
-    curve and scalar is the mean over seeds with a percentile-bootstrap interval of that mean, resampling seeds (the
-    run-to-run spread, not the sampling noise within a run). The interval lies within the seeds' own range, so a rate
-    stays within [0, 1] and a count above 0 (a Student-t interval of a bounded, bimodal rate over 5 seeds went below
-    0); with few seeds it is narrower than the true uncertainty. One seed gives a zero-width interval."""
+def across_seeds(summaries: Sequence[dict[str, Any]], confidence: float = 0.95) -> dict[str, Any]:
+    """Several runs' ``summarize`` outputs (one per training seed, the same problems and n) in the same shape: each
+    curve and scalar is the mean over seeds and problems. With every run's per-problem records, its interval is
+    ``intervals.crossed_interval`` of the seeds x problems table (seed and problem spread both in it; it covers at
+    its stated rate, ``tests/test_intervals.py``); without them only the seeds' min-max range is known, and that is
+    what ``low`` and ``high`` are. ``interval`` says which, in words."""
     if not summaries:
         raise ValueError("No runs to combine.")
     if len({tuple(s["ks"]) for s in summaries}) != 1:
         raise ValueError("The runs were evaluated with different sample counts; combine runs of one setting.")
     out: dict[str, Any] = {key: summaries[0][key] for key in ("num_problems", "num_samples", "ks")}
     out["num_seeds"] = len(summaries)
+    paired = all(s.get("problems") for s in summaries) and len({len(s["problems"]) for s in summaries}) == 1
+    out["interval"] = interval_label(len(summaries), out["num_problems"], paired, confidence)
     for key in (*CURVES, *SCALARS):
         if any(s[key] is None for s in summaries):
             out[key] = None
             continue
-        values = np.array([np.atleast_1d(s[key]["mean"]) for s in summaries], dtype=float)  # [seeds, ks]
-        mean, low, high = bootstrap_mean(values, num_resamples, confidence, seed)
-        entry = {"mean": mean.tolist(), "low": low.tolist(), "high": high.tolist()}
+        if paired:
+            rows = [[np.atleast_1d(np.nan if p[key] is None else p[key]) for p in s["problems"]] for s in summaries]
+            table = np.array(rows, dtype=float)
+            table = table[:, ~np.isnan(table).any(axis=(0, 2))]  # problems a run has no value for (a judge's miss)
+            found = [crossed_interval(table[:, :, i], confidence) for i in range(table.shape[2])]
+            entry = {name: [getattr(f, name) for f in found] for name in ("mean", "low", "high")}
+        else:
+            values = np.array([np.atleast_1d(s[key]["mean"]) for s in summaries], dtype=float)  # [seeds, ks]
+            entry = {"mean": values.mean(axis=0).tolist(), "low": values.min(axis=0).tolist()}
+            entry["high"] = values.max(axis=0).tolist()
         out[key] = {name: v[0] for name, v in entry.items()} if key in SCALARS else entry
     return out
 
 
-def seeds_interval(num_seeds: int) -> str:
-    """How ``across_seeds``' intervals read in a table or a figure, for one seed and for several."""
-    return "1 seed, no interval over seeds" if num_seeds == 1 else f"95% bootstrap interval over {num_seeds} seeds"
+def interval_label(num_seeds: int, num_problems: int, paired: bool = True, confidence: float = 0.95) -> str:
+    """What ``across_seeds``' intervals are, for tables and figures."""
+    if not paired:
+        return f"range over {num_seeds} seeds (min-max, not an interval)"
+    if num_seeds == 1:
+        return f"{confidence:.0%} interval over {num_problems} problems, 1 seed (no seed spread in it)"
+    return f"{confidence:.0%} interval over {num_seeds} seeds x {num_problems} problems"
+
+
+def paired_comparisons(
+    problems: dict[str, Sequence[dict[str, Any]]], confidence: float = 0.95
+) -> dict[str, dict[str, dict[str, float]]]:
+    """Each checkpoint against the first, paired on problems (``intervals.paired_difference``, one seed: a t interval
+    over problems of the per-problem differences): pass@k for k = 1, 2, 4, ... up to n / 2 (from n samples, pass@n is
+    one draw a problem) and the distinct correct clusters, where both have them."""
+    labels = list(problems)
+    if len(labels) < 2:
+        return {}
+    first = problems[labels[0]]
+    out = {}
+    for label in labels[1:]:
+        other = problems[label]
+        if len(other) != len(first):
+            raise ValueError(f"{label!r} was scored on {len(other)} problems and {labels[0]!r} on {len(first)}.")
+        n = min(p["num_samples"] for p in (*first, *other))
+        entry = {}
+        for k in (k for k in powers_of_two_up_to(n) if k <= max(n // 2, 1)):
+            values = [[pass_at_k(p["num_samples"], p["num_correct"], k) for p in group] for group in (other, first)]
+            entry[f"pass@{k}"] = paired_difference(*values, confidence=confidence).as_dict()
+        distinct = [[p["distinct_correct_clusters"] for p in group] for group in (other, first)]
+        if all(v is not None for group in distinct for v in group):
+            entry["distinct correct"] = paired_difference(*distinct, confidence=confidence).as_dict()
+        out[f"{label} - {labels[0]}"] = entry
+    return out
 
 
 def format_interval(stat: dict[str, Any] | None, digits: int, at: int | None = None) -> str:

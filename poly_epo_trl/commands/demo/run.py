@@ -29,7 +29,7 @@ from poly_epo_trl.commands import train
 from poly_epo_trl.constants import BUILTIN_PREFIX
 from poly_epo_trl.evaluation.episodes import EpisodeSampler
 from poly_epo_trl.evaluation.plots import training_figure
-from poly_epo_trl.evaluation.report import across_seeds, format_table, seeds_interval, summarize
+from poly_epo_trl.evaluation.report import across_seeds, format_table, summarize
 from poly_epo_trl.evaluation.runner import episode_metrics, policy_metrics
 from poly_epo_trl.tasks import TASKS
 
@@ -127,11 +127,10 @@ def run_demo(s: DemoSettings, out: Path) -> dict[str, Any]:
         LABELS[m]: [[(p["step"], p[CURVE[2]]) for p in run["curve"]] for run in by_seed.values()]
         for m, by_seed in runs.items()
     }
-    band = seeds_interval(len(s.seeds))
+    band = summary[LABELS["warm"]]["interval"]
     training_figure(curves, "distinct correct strategies", summary, band, COLORS).savefig(out / "demo.png", dpi=110)
     problems = summary[LABELS["warm"]]["num_problems"]
-    what = f"mean [{band}]" if len(s.seeds) > 1 else band
-    print(f"\n{s.task}: {problems} held-out prompts, {s.eval_samples} samples each; seeds {s.seeds} ({what})")
+    print(f"\n{s.task}: {problems} held-out prompts, {s.eval_samples} samples each; seeds {s.seeds} (mean [{band}])")
     print(format_table(summary, first=""))
     print()
     for line in headline(summary, report):
