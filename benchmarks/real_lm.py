@@ -40,14 +40,17 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parent.parent
 TASK = "builtin:names_by_letter"
 DEFAULT_MODEL = "builtin:smollm2"
-METHODS = ("grpo", "grpo_div", "poly_epo")
+METHODS = ("grpo", "poly_epo")  # the timed comparison; --methods all adds every other registered method
 LABELS = {"grpo": "GRPO (Dr.GRPO)", "grpo_div": "GRPO+DIV", "poly_epo": "Poly-EPO", "start": "start (warm start)"}
 COLORS = {"GRPO (Dr.GRPO)": "tab:red", "GRPO+DIV": "tab:orange", "Poly-EPO": "tab:blue", "start (warm start)": "gray"}
 CURVE = ("step", "eval/pass@1", "eval/distinct_correct_clusters")
 PAGE_MARKERS = ("<!-- real-lm:start -->", "<!-- real-lm:end -->")
+STEP_PARTS = ("step_time", "time/rollout", "time/generation", "judge/wait_seconds", "time/advantage")
 LORA_MODULES = "all-linear"  # PEFT: every linear layer but the output head
 
 
@@ -63,9 +66,11 @@ class Settings:
     num_generations: int = 8
     set_size: int = 4
     diversity_coef: float = 0.5
-    eval_samples: int = 64
-    curve_every: int = 10
-    curve_samples: int = 16
+    held_out: str = "prefix"  # the task's held-out split: prefix (two-letter prefixes of trained letters) or test
+    eval_samples: int = 128
+    temperature: float = 1.0
+    curve_every: int = 20
+    curve_samples: int = 8
     max_prompts: int | None = None  # the first held-out and training prompts only (a smoke run)
     workers: int = 2
     backend: str = "auto"  # generation while training: transformers, vllm (colocated), or auto
@@ -121,6 +126,7 @@ def recipe(method: str, seed: int, s: Settings, start: str, out: Path) -> list[s
     --output_dir {out / "runs" / f"{method}-seed{seed}"} --seed {seed} --data_seed {seed} --max_steps {s.steps}
     --per_device_train_batch_size {s.prompts_per_step * s.num_generations} --num_generations {s.num_generations}
     --set_size {s.set_size} --diversity_coef {s.diversity_coef} --learning_rate {s.learning_rate}
+    --dataset_test_split {s.held_out} --temperature {s.temperature}
     --lr_scheduler_type constant --eval_steps {s.curve_every} --eval_num_samples {s.curve_samples}
     --eval_at_start true --logging_steps {max(s.steps // 4, 1)} --report_to none --save_strategy no
     --disable_tqdm true --log_level error --activation_checkpointing false""".split()
@@ -165,11 +171,21 @@ def assembled(argv: list[str], s: Settings) -> tuple[tuple[Any, ...], Any]:
     return parsed, assemble_training(*parsed)
 
 
+def held_out_final(trainer: Any, parts: Any, parsed: tuple, s: Settings, seed: int) -> dict[str, Any]:
+    """A model's held-out evaluation (``s.eval_samples`` per prompt, sampling seed ``seed``), each problem's record
+    carrying its prompt."""
+    from poly_epo_trl.commands.demo.run import final_summary
+
+    final = final_summary(trainer, parts, s.eval_samples, parsed, seed)
+    for record, row in zip(final["problems"], parts.eval_rows, strict=True):
+        record["prompt"] = row["prompt"]
+    return final
+
+
 def train_one(method: str, seed: int, s: Settings, start: str, out: Path) -> dict[str, Any]:
     """One run (in a worker process): trained through ``train``, its held-out curve from its log history, and the
     final held-out evaluation (``s.eval_samples`` per prompt, the sampling seed the training seed)."""
     from poly_epo_trl.commands import train
-    from poly_epo_trl.commands.demo.run import final_summary
 
     parsed, parts = assembled(recipe(method, seed, s, start, out), s)
     began = time.perf_counter()
@@ -178,19 +194,52 @@ def train_one(method: str, seed: int, s: Settings, start: str, out: Path) -> dic
     history = trainer.state.log_history
     curve = [{k: log[k] for k in CURVE} for log in history if CURVE[1] in log]
     step_times = [log["step_time"] for log in history if "step_time" in log]
-    final = final_summary(trainer, parts, s.eval_samples, parsed, seed)
-    print(f"  {LABELS[method]}, seed {seed}: {s.steps} steps in {seconds:.0f} s", flush=True)
-    return {"curve": curve, "final": final, "train_seconds": seconds, "step_times": step_times}
+    parts_of_step = {key: [log[key] for log in history if key in log] for key in STEP_PARTS}
+    final = held_out_final(trainer, parts, parsed, s, seed)
+    print(f"  {LABELS.get(method, method)}, seed {seed}: {s.steps} steps in {seconds:.0f} s", flush=True)
+    return {
+        "curve": curve,
+        "final": final,
+        "train_seconds": seconds,
+        "step_times": step_times,
+        "step_parts": parts_of_step,
+    }
 
 
 def evaluate_start(s: Settings, start: str, out: Path, seeds: list[int]) -> dict[str, Any]:
     """The start, evaluated as every run's final model is, once per seed's sampling seed (in a worker process)."""
     from poly_epo_trl.commands import train
-    from poly_epo_trl.commands.demo.run import final_summary
 
     parsed, parts = assembled(recipe("grpo", s.seeds[0], s, start, out / "start"), s)
     trainer = train.make_trainer(*parsed, parts, print_logs=False)
-    return {str(seed): final_summary(trainer, parts, s.eval_samples, parsed, seed) for seed in seeds}
+    return {str(seed): held_out_final(trainer, parts, parsed, s, seed) for seed in seeds}
+
+
+def gate(s: Settings, out: Path, temperatures: list[float]) -> dict[str, Any]:
+    """The cheap gate before any training: the start on the held-out prompts at each temperature (the first seed's
+    sampling seed). Sharpening can cost coverage there only if a colder start covers less at large k."""
+    out.mkdir(parents=True, exist_ok=True)
+    start = warm_start(s, out)
+    context = multiprocessing.get_context("spawn")
+    settings = [Settings(**{**asdict(s), "temperature": t}) for t in temperatures]
+    with concurrent.futures.ProcessPoolExecutor(s.workers, mp_context=context, initializer=die_with_parent) as pool:
+        finals = list(
+            pool.map(
+                evaluate_start, settings, [start] * len(settings), [out] * len(settings), [s.seeds[:1]] * len(settings)
+            )
+        )
+    result = {"settings": asdict(s), "start_model": start, "hardware": hardware(), "temperatures": {}}
+    for t, one, final in zip(temperatures, settings, finals, strict=True):
+        summary = next(iter(final.values()))
+        if t == s.temperature:  # the comparison's own start evaluation: kept for it
+            keep(out / "kept" / f"start-seed{s.seeds[0]}.json", run_key(one, start, s.seeds[0]), summary)
+        result["temperatures"][str(t)] = summary
+        ks, means = summary["ks"], summary["pass_at_k"]["mean"]
+        row = "  ".join(f"pass@{k} {m:.3f}" for k, m in zip(ks, means, strict=True))
+        distinct = summary["distinct_correct_clusters"]["mean"]
+        print(f"start at T = {t}: {row}  distinct correct {distinct:.2f}", flush=True)
+    (out / "gate.json").write_text(json.dumps(result, indent=2))
+    return result
 
 
 def kept(path: Path, key: dict[str, Any]) -> Any:
@@ -270,40 +319,134 @@ def run_all(s: Settings, start: str, out: Path) -> tuple[dict[str, Any], dict[st
     return ordered, {m: dict(sorted(runs[m].items())) for m in s.methods}, kept_count
 
 
-def targets(summary: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """The paper's signature, on the means over seeds: (a) GRPO's pass@64 below the start's; (b) Poly-EPO's at least
-    the start's minus 0.05 and above GRPO's; (c) Poly-EPO's distinct correct answers at least 1.5x GRPO's; (d)
-    Poly-EPO's pass@1 at most 5 points below GRPO's."""
-    start, grpo, poly = (summary[LABELS[k]] for k in ("start", "grpo", "poly_epo"))
-    k = start["ks"][-1]
+MARGIN = 0.05  # (b) and (d): how far below a reference still counts as keeping it
 
-    def at(stats: dict[str, Any], i: int) -> float:
-        return stats["pass_at_k"]["mean"][i]
 
-    def at_least(value: float, bound: float) -> bool:
-        """value >= bound, where a mean exactly on the bound (75/19 against 1.5 x 50/19) may land a rounding error
-        below it."""
-        return value >= bound - 1e-9
+def per_problem(final: dict[str, Any], stat: str, k: int | None = None) -> np.ndarray:
+    """One evaluation's per-prompt values, in prompt order: pass@k from its counts, or a record's ``stat``."""
+    from poly_epo_trl.evaluation.metrics import pass_at_k
 
-    distinct = [x["distinct_correct_clusters"]["mean"] for x in (poly, grpo)]
-    ratio = distinct[0] / max(distinct[1], 1e-9)
-    gap = 100 * (at(poly, 0) - at(grpo, 0))
+    records = final["problems"]
+    if stat == "pass_at_k":
+        return np.array([pass_at_k(r["num_samples"], r["num_correct"], k) for r in records])
+    return np.array([r[stat] for r in records], dtype=float)
+
+
+def table(finals: list[dict[str, Any]], stat: str, k: int | None = None) -> np.ndarray:
+    """Seeds x prompts."""
+    return np.stack([per_problem(final, stat, k) for final in finals])
+
+
+def pooled(finals: list[dict[str, Any]]) -> dict[str, Any]:
+    """One model evaluated once per sampling seed (the start), pooled: each prompt's samples and correct samples
+    summed over the seeds (so pass@k is estimated from n x seeds samples), its distinct correct answers the mean
+    over seeds (a count that grows with n, so compared at the runs' n)."""
+    first = finals[0]["problems"]
+    records = []
+    for i, record in enumerate(first):
+        same = [final["problems"][i] for final in finals]
+        if any(r.get("prompt") != record.get("prompt") for r in same):
+            raise ValueError("The start's evaluations are not of the same prompts in the same order.")
+        counts: dict[str, int] = {}
+        for r in same:
+            for answer, count in r["correct_answer_counts"].items():
+                counts[answer] = counts.get(answer, 0) + count
+        records.append(
+            {
+                "prompt": record.get("prompt"),
+                "num_samples": sum(r["num_samples"] for r in same),
+                "num_correct": sum(r["num_correct"] for r in same),
+                "distinct_correct_clusters": float(np.mean([r["distinct_correct_clusters"] for r in same])),
+                "correct_answer_counts": dict(sorted(counts.items(), key=lambda item: (-item[1], item[0]))),
+            }
+        )
+    return {"problems": records}
+
+
+def reported_ks(n: int) -> list[int]:
+    """pass@k is reported for k = 1, 2, 4, ... up to n / 2: from n samples, pass@n is one draw per prompt."""
+    return [k for k in (2**i for i in range(n.bit_length())) if k <= n // 2]
+
+
+def summary_of(finals: list[dict[str, Any]], ks: list[int], start: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A method's (or, with ``start``, the pooled start's) pass@k at ``ks`` and distinct correct answers, each the
+    mean over seeds and prompts with its interval (``crossed_interval``; for the start, one model: over prompts)."""
+    from poly_epo_trl.evaluation.intervals import crossed_interval
+    from poly_epo_trl.evaluation.report import interval_label
+
+    runs = [start] if start is not None else finals
+
+    def stat(name: str, k: int | None = None) -> dict[str, float]:
+        return crossed_interval(table(runs, name, k)).as_dict()
+
+    curve = [stat("pass_at_k", k) for k in ks]
+    num_problems = len(runs[0]["problems"])
     return {
-        "grpo_below_start": {
-            "met": at(grpo, -1) < at(start, -1),
-            "k": k,
-            "grpo": at(grpo, -1),
-            "start": at(start, -1),
-        },
+        "ks": ks,
+        "num_problems": num_problems,
+        "num_samples": runs[0]["problems"][0]["num_samples"],
+        "num_seeds": len(finals),
+        "interval": interval_label(1 if start is not None else len(finals), num_problems),
+        "pass_at_k": {b: [c[b] for c in curve] for b in ("mean", "low", "high")},
+        "distinct_correct_clusters": stat("distinct_correct_clusters"),
+    }
+
+
+def comparisons(finals: dict[str, list[dict[str, Any]]], start: dict[str, Any], ks: list[int]) -> dict[str, Any]:
+    """Paired on prompts (and on seeds between methods): each method against the pooled start, and Poly-EPO against
+    every other method, at each reported k and in distinct correct answers."""
+    from poly_epo_trl.evaluation.intervals import paired_difference
+
+    def difference(a: list[dict[str, Any]], b: list[dict[str, Any]] | dict[str, Any]) -> dict[str, Any]:
+        def other(name: str, k: int | None = None) -> np.ndarray:
+            return per_problem(b, name, k) if isinstance(b, dict) else table(b, name, k)
+
+        out = {f"pass@{k}": paired_difference(table(a, "pass_at_k", k), other("pass_at_k", k)).as_dict() for k in ks}
+        distinct = "distinct_correct_clusters"
+        out["distinct correct"] = paired_difference(table(a, distinct), other(distinct)).as_dict()
+        return out
+
+    pairs = {f"{LABELS[m]} - start": difference(runs, start) for m, runs in finals.items()}
+    if "poly_epo" in finals:
+        for m, runs in finals.items():
+            if m != "poly_epo":
+                pairs[f"Poly-EPO - {LABELS[m]}"] = difference(finals["poly_epo"], runs)
+    return pairs
+
+
+def targets(finals: dict[str, list[dict[str, Any]]], start: dict[str, Any], k: int) -> dict[str, dict[str, Any]]:
+    """The paper's signature, each a paired interval that must clear its bound (``MARGIN`` = 0.05): (a) GRPO's
+    pass@k below the start's (the interval of GRPO - start below 0); (b) Poly-EPO's at least the start's minus the
+    margin and at least GRPO's minus the margin (both intervals above -0.05); (c) Poly-EPO's distinct correct
+    answers at least 1.5x GRPO's (the interval of Poly-EPO - 1.5 x GRPO above 0); (d) Poly-EPO's pass@1 at most 5
+    points below GRPO's (the interval of the difference above -0.05). Seeds pair between methods, prompts
+    everywhere."""
+    from poly_epo_trl.evaluation.intervals import paired_difference
+
+    grpo, poly = finals["grpo"], finals["poly_epo"]
+    at_k = {name: table(runs, "pass_at_k", k) for name, runs in (("grpo", grpo), ("poly", poly))}
+    start_k = per_problem(start, "pass_at_k", k)
+    below = paired_difference(at_k["grpo"], start_k)
+    keeps_start = paired_difference(at_k["poly"], start_k)
+    keeps_grpo = paired_difference(at_k["poly"], at_k["grpo"])
+    distinct = table(poly, "distinct_correct_clusters"), table(grpo, "distinct_correct_clusters")
+    contrast = paired_difference(*distinct, scale=1.5)
+    first = paired_difference(table(poly, "pass_at_k", 1), table(grpo, "pass_at_k", 1))
+    return {
+        "grpo_below_start": {"met": below.clears(0.0, above=False), "k": k, "grpo_minus_start": below.as_dict()},
         "poly_epo_keeps_coverage": {
-            "met": at_least(at(poly, -1), at(start, -1) - 0.05) and at(poly, -1) > at(grpo, -1),
+            "met": keeps_start.clears(-MARGIN) and keeps_grpo.clears(-MARGIN),
             "k": k,
-            "poly_epo": at(poly, -1),
-            "start": at(start, -1),
-            "grpo": at(grpo, -1),
+            "margin": MARGIN,
+            "poly_epo_minus_start": keeps_start.as_dict(),
+            "poly_epo_minus_grpo": keeps_grpo.as_dict(),
         },
-        "distinct_ratio": {"met": at_least(ratio, 1.5), "ratio": ratio, "poly_epo": distinct[0], "grpo": distinct[1]},
-        "pass_at_1": {"met": at_least(gap, -5), "gap_points": gap, "poly_epo": at(poly, 0), "grpo": at(grpo, 0)},
+        "distinct_ratio": {
+            "met": contrast.clears(0.0),
+            "ratio": float(distinct[0].mean() / max(distinct[1].mean(), 1e-9)),
+            "poly_epo_minus_1.5_grpo": contrast.as_dict(),
+        },
+        "pass_at_1": {"met": first.clears(-MARGIN), "margin": MARGIN, "poly_epo_minus_grpo": first.as_dict()},
     }
 
 
@@ -311,7 +454,6 @@ def figure(report: dict[str, Any], path: Path) -> None:
     """Distinct correct answers per held-out prompt over training, and the final pass@k against k, each method
     against the start."""
     from poly_epo_trl.evaluation.plots import training_figure
-    from poly_epo_trl.evaluation.report import seeds_interval
 
     s = report["settings"]
     curves = {
@@ -319,7 +461,11 @@ def figure(report: dict[str, Any], path: Path) -> None:
         for m, by_seed in report["runs"].items()
     }
     fig = training_figure(
-        curves, "distinct correct answers", report["summary"], seeds_interval(len(s["seeds"])), COLORS
+        curves,
+        "distinct correct answers",
+        report["summary"],
+        report["summary"][LABELS["grpo"]]["interval"] if LABELS["grpo"] in report["summary"] else "",
+        COLORS,
     )
     fig.suptitle(
         f"{report['model']} on names_by_letter, {len(s['seeds'])} seeds, {report['hardware']}", fontsize=10, y=1.0
@@ -327,25 +473,33 @@ def figure(report: dict[str, Any], path: Path) -> None:
     fig.savefig(path, dpi=110, bbox_inches="tight")
 
 
+TARGET_BOUNDS = {
+    "grpo_below_start": ("grpo_minus_start", "below 0"),
+    "poly_epo_keeps_coverage": ("poly_epo_minus_start", "above -0.05", "poly_epo_minus_grpo", "above -0.05"),
+    "distinct_ratio": ("poly_epo_minus_1.5_grpo", "above 0"),
+    "pass_at_1": ("poly_epo_minus_grpo", "above -0.05"),
+}
+
+
 def page(report: dict[str, Any], figure_path: str) -> str:
-    """The results as the docs page shows them (Markdown): the table with intervals, the targets, the settings,
-    the backends' speeds where measured."""
-    from poly_epo_trl.evaluation.report import format_interval, seeds_interval
+    """The results as the docs page shows them (Markdown): the summaries with intervals, the paired comparisons,
+    the targets with the intervals that decide them, the step split, the backends' speeds where measured."""
+    from poly_epo_trl.evaluation.report import format_interval
 
     s, summary = report["settings"], report["summary"]
     ks = summary[LABELS["start"]]["ks"]
     shown = [i for i, k in enumerate(ks) if k in (1, 4, 16, ks[-1])]
     head = ["run", *[f"pass@{ks[i]}" for i in shown], "distinct correct per prompt"]
+    some = next(v for k, v in summary.items() if k != LABELS["start"])
     lines = [
-        f"![pass@k against k, and distinct correct answers over training: the start, GRPO, GRPO+DIV and Poly-EPO, "
+        f"![pass@k against k, and distinct correct answers over training: the start and each method, "
         f"{len(s['seeds'])} seeds, {report['hardware']}]({figure_path})",
         "",
-        f"{report['model']}, {summary[LABELS['start']]['num_problems']} held-out prompts x "
-        f"{s['eval_samples']} samples, seeds {s['seeds']}, {report['hardware']}: mean "
-        f"[{seeds_interval(len(s['seeds']))}]. {s['steps']} steps of {s['prompts_per_step']} prompts x "
-        f"{s['num_generations']} rollouts, learning rate {s['learning_rate']:g}, n = {s['set_size']}, lambda = "
-        f"{s['diversity_coef']:g}; {report['seconds'] / 60:.0f} minutes in all "
-        f"(`python benchmarks/real_lm.py --seeds {' '.join(map(str, s['seeds']))}`).",
+        f"{report['model']}, held out: `{s['held_out']}` ({some['num_problems']} prompts x {s['eval_samples']} "
+        f"samples a run; the start's samples pooled over the seeds' sampling seeds), seeds {s['seeds']}, "
+        f"{report['hardware']}: mean [{some['interval']}; the start's: over prompts]. {s['steps']} steps of "
+        f"{s['prompts_per_step']} prompts x {s['num_generations']} rollouts, learning rate {s['learning_rate']:g}, "
+        f"n = {s['set_size']}, lambda = {s['diversity_coef']:g}; {report['seconds'] / 60:.0f} minutes in all.",
         "",
         "| " + " | ".join(head) + " |",
         "| " + " | ".join("---" for _ in head) + " |",
@@ -355,12 +509,24 @@ def page(report: dict[str, Any], figure_path: str) -> str:
         lines.append(
             f"| {name} | " + " | ".join(cells) + f" | {format_interval(stats['distinct_correct_clusters'], 2)} |"
         )
-    lines += ["", "| target | met | numbers |", "| --- | --- | --- |"]
+    chosen = [f"pass@{ks[i]}" for i in shown] + ["distinct correct"]
+    lines += ["", "Paired differences (mean [95% interval], paired on prompts, and on seeds between methods):", ""]
+    lines += ["| difference | " + " | ".join(chosen) + " |", "| --- |" + " --- |" * len(chosen)]
+    for pair, stats in report["comparisons"].items():
+        lines.append(f"| {pair} | " + " | ".join(format_interval(stats[c], 3) for c in chosen) + " |")
+    lines += ["", "| target | met | deciding interval | must lie |", "| --- | --- | --- | --- |"]
     for name, target in report["targets"].items():
-        numbers = ", ".join(
-            f"{k} {v:.3f}" if isinstance(v, float) else f"{k} {v}" for k, v in target.items() if k != "met"
-        )
-        lines.append(f"| `{name}` | {'yes' if target['met'] else '**no**'} | {numbers} |")
+        bounds = TARGET_BOUNDS[name]
+        deciding = "; ".join(f"{bounds[i]} {format_interval(target[bounds[i]], 3)}" for i in range(0, len(bounds), 2))
+        must = "; ".join(bounds[i + 1] for i in range(0, len(bounds), 2))
+        lines.append(f"| `{name}` | {'yes' if target['met'] else '**no**'} | {deciding} | {must} |")
+    split = report.get("step_seconds")
+    if split:
+        parts = list(next(iter(split.values())))
+        lines += ["", "Seconds per training step, mean over seeds (" + report["hardware"] + "):", ""]
+        lines += ["| method | " + " | ".join(parts) + " |", "| --- |" + " --- |" * len(parts)]
+        for name, seconds in split.items():
+            lines.append(f"| {name} | " + " | ".join(f"{seconds[p]:.2f}" for p in parts) + " |")
     speeds = report.get("speeds")
     if speeds:
         lines += ["", f"Generation backends ({speeds['hardware']}, `--speed`, {speeds['steps']} steps each):", ""]
@@ -389,36 +555,67 @@ def write_page(text: str, path: Path) -> None:
     )
 
 
+def analysis(
+    s: Settings, start_finals: dict[str, Any], runs: dict[str, dict[str, Any]]
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """The summaries (the pooled start and each method, with intervals), the paired comparisons and the targets."""
+    finals = {m: [r["final"] for r in runs[m].values()] for m in s.methods}
+    start = pooled(list(start_finals.values()))
+    ks = reported_ks(s.eval_samples)
+    summary = {LABELS["start"]: summary_of(list(start_finals.values()), ks, start=start)}
+    summary |= {LABELS[m]: summary_of(finals[m], ks) for m in s.methods}
+    result = {"start_pooled": start, "summary": summary, "comparisons": comparisons(finals, start, ks)}
+    found = targets(finals, start, ks[-1]) if {"grpo", "poly_epo"} <= set(s.methods) else {}
+    return result, found, finals
+
+
+def step_split(runs: dict[str, dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Each method's mean seconds per step over its seeds: the whole step, and its parts (generation; the rest of
+    the rollout: log-probabilities, rewards, the judge's wait, the method; the method's advantage alone; the loss
+    and backward pass: the step less the rollout)."""
+    out = {}
+    for m, by_seed in runs.items():
+        logged = [r.get("step_parts", {}) for r in by_seed.values()]
+        if not all(parts.get("time/rollout") for parts in logged):
+            continue
+        mean = {key: float(np.mean([v for parts in logged for v in parts[key]])) for key in STEP_PARTS}
+        out[LABELS[m]] = {
+            "step": mean["step_time"],
+            "generation": mean["time/generation"],
+            "scoring and judging": mean["time/rollout"] - mean["time/generation"],
+            "judge wait": mean["judge/wait_seconds"],
+            "advantage": mean["time/advantage"],
+            "loss and backward": mean["step_time"] - mean["time/rollout"],
+        }
+    return out
+
+
 def compare(s: Settings, out: Path, page_path: Path | None) -> dict[str, Any]:
     """The whole comparison: the start, every run, the summaries with intervals, the targets, the figure and page."""
-    from poly_epo_trl.evaluation.report import across_seeds, format_table
-
     began = time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)
     start = warm_start(s, out)
     print(
         f"start: {start}; {len(s.methods)} methods x {len(s.seeds)} seeds, {s.workers} at a time, "
-        f"generation: {generation_backend(s)}, {hardware()}",
+        f"held out: {s.held_out}, generation: {generation_backend(s)}, {hardware()}",
         flush=True,
     )
     start_finals, runs, kept_count = run_all(s, start, out)
-    finals = {"start": list(start_finals.values())} | {m: [r["final"] for r in runs[m].values()] for m in s.methods}
-    summary = {LABELS[m]: across_seeds(values) for m, values in finals.items()}
+    result, found, _ = analysis(s, start_finals, runs)
     report = {
         "settings": asdict(s),
         "model": "SmolLM2-135M-Instruct" if s.model == DEFAULT_MODEL else s.model,
         "hardware": hardware(),
         "generation_backend": generation_backend(s),
         "start_model": start,
-        "summary": summary,
-        "start": summary[LABELS["start"]],
-        "methods": {m: summary[LABELS[m]] for m in s.methods},
+        **result,
+        "step_seconds": step_split(runs),
         "start_by_seed": start_finals,
         "runs": runs,
         "python": platform.python_version(),
     }
-    if {"grpo", "poly_epo"} <= set(s.methods):
-        report["targets"] = targets(summary)
+    if found:
+        report["targets"] = found
     speeds = out / "speeds.json"
     if speeds.is_file():
         report["speeds"] = json.loads(speeds.read_text())
@@ -430,14 +627,33 @@ def compare(s: Settings, out: Path, page_path: Path | None) -> dict[str, Any]:
         (out / "real_lm.md").write_text(text + "\n")
         if page_path:
             write_page(text, page_path)
-    print(f"\n{report['model']} on names_by_letter ({report['hardware']}); seeds {s.seeds}")
-    print(format_table(summary, first=""))
-    for name, target in report.get("targets", {}).items():
-        print(
-            f"  {'met' if target['met'] else 'NOT met'}: {name} { ({k: v for k, v in target.items() if k != 'met'}) }"
-        )
+    print(f"\n{report['model']} on names_by_letter ({report['hardware']}); held out: {s.held_out}; seeds {s.seeds}")
+    print(console_table(report))
     print(f"results: {out / 'results.json'}   figure: {out / 'real_lm.png'}   ({report['seconds'] / 60:.1f} min)")
     return report
+
+
+def console_table(report: dict[str, Any]) -> str:
+    """The summaries, the paired comparisons, the targets and the step split, as plain text."""
+    from poly_epo_trl.evaluation.report import format_interval
+
+    summary = report["summary"]
+    ks = next(iter(summary.values()))["ks"]
+    shown = [i for i, k in enumerate(ks) if k in (1, 4, 16, ks[-1])]
+    lines = [f"{'':20}" + "".join(f"{'pass@' + str(ks[i]):>24}" for i in shown) + f"{'distinct correct':>24}"]
+    for name, stats in summary.items():
+        cells = [format_interval(stats["pass_at_k"], 3, i) for i in shown]
+        cells.append(format_interval(stats["distinct_correct_clusters"], 2))
+        lines.append(f"{name:20}" + "".join(f"{c:>24}" for c in cells))
+    lines.append("paired differences (mean [95% interval]):")
+    for pair, stats in report["comparisons"].items():
+        chosen = [f"pass@{ks[i]}" for i in shown] + ["distinct correct"]
+        lines.append(f"  {pair:28}" + "  ".join(f"{c} {format_interval(stats[c], 3)}" for c in chosen))
+    for name, target in report.get("targets", {}).items():
+        lines.append(f"  {'met' if target['met'] else 'NOT met'}: {name} {target}")
+    for name, split in report.get("step_seconds", {}).items():
+        lines.append(f"  {name}: " + ", ".join(f"{part} {seconds:.2f} s" for part, seconds in split.items()))
+    return "\n".join(lines)
 
 
 TRAIN = """
@@ -515,14 +731,37 @@ def measure_speeds(s: Settings, out: Path, steps: int) -> dict[str, Any]:
     return speeds
 
 
+def chosen_methods(parser: argparse.ArgumentParser, names: list[str]) -> list[str]:
+    """``all``: every registered method (GRPO and Poly-EPO first); else the names given, each registered. Each gets
+    its registered label where the comparison has none of its own."""
+    from poly_epo_trl.methods.base import METHODS as REGISTERED
+
+    known = REGISTERED.names()
+    chosen = [*METHODS, *(m for m in known if m not in METHODS)] if names == ["all"] else names
+    unknown = [m for m in chosen if m not in known]
+    if unknown:
+        parser.error(f"--methods: {unknown} not registered; choose from {known} or all")
+    for m in chosen:
+        LABELS.setdefault(m, REGISTERED.get(m).label or m)
+    return chosen
+
+
 def parse_args(argv: list[str] | None) -> tuple[Settings, argparse.Namespace]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--page", type=Path, help="a docs page with the results block to fill (docs/pages/real-lm.md)")
     parser.add_argument("--speed", action="store_true", help="measure the generation backends instead")
     parser.add_argument("--speed-steps", type=int, default=6)
+    parser.add_argument(
+        "--gate", type=float, nargs="+", metavar="T", help="evaluate the start at these temperatures instead"
+    )
     parser.add_argument("--seeds", type=int, nargs="+", default=Settings().seeds)
-    parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
+    parser.add_argument(
+        "--methods",
+        nargs="+",
+        default=list(METHODS),
+        help=f"registered methods, or all (default: {' '.join(METHODS)})",
+    )
     parser.add_argument("--backend", default="auto", choices=("auto", "transformers", "vllm"))
     defaults = Settings()
     for f in fields(Settings):
@@ -532,6 +771,7 @@ def parse_args(argv: list[str] | None) -> tuple[Settings, argparse.Namespace]:
         kind = {"max_prompts": int, "start": str}.get(f.name, type(value))
         parser.add_argument(f"--{f.name.replace('_', '-')}", type=kind, default=value)
     args = parser.parse_args(argv)
+    args.methods = chosen_methods(parser, args.methods)
     if not on_gpu() and args.workers < 1:
         parser.error("--workers must be at least 1")
     settings = Settings(**{f.name: getattr(args, f.name) for f in fields(Settings)})
@@ -546,6 +786,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     settings, args = parse_args(argv)
     if args.speed:
         return measure_speeds(settings, args.out, args.speed_steps)
+    if args.gate:
+        return gate(settings, args.out, args.gate)
     return compare(settings, args.out, args.page)
 
 

@@ -19,6 +19,7 @@ from transformers import AutoTokenizer, Qwen3Config, Qwen3ForCausalLM
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ["--seeds", "0", "--steps", "2", "--max-prompts", "2", "--prompts-per-step", "2", "--num-generations", "2"]
 TINY += ["--set-size", "1", "--eval-samples", "4", "--curve-every", "1", "--curve-samples", "2", "--workers", "2"]
+METHODS = {"grpo", "grpo_div", "novelty", "pass_at_k", "poly_epo"}
 TARGETS = {"grpo_below_start", "poly_epo_keeps_coverage", "distinct_ratio", "pass_at_1"}
 
 needs_smollm2 = pytest.mark.skipif(
@@ -35,38 +36,76 @@ def benchmark():
     return module
 
 
-def summary(pass_at_1: dict[str, float], pass_at_64: dict[str, float], distinct: dict[str, float]) -> dict:
-    """Summaries as ``across_seeds`` gives them, under the benchmark's labels, for the start, GRPO and Poly-EPO (k =
-    1 and 64)."""
+def final(correct: list[int], distinct: list[float], n: int = 8) -> dict:
+    """One evaluation's per-prompt records: each prompt's correct samples of ``n`` and its distinct correct
+    answers."""
     return {
-        benchmark().LABELS[key]: {
-            "ks": [1, 64],
-            "pass_at_k": {"mean": [pass_at_1[key], pass_at_64[key]]},
-            "distinct_correct_clusters": {"mean": distinct[key]},
-        }
-        for key in pass_at_1
+        "problems": [
+            {"prompt": f"p{i}", "num_samples": n, "num_correct": c, "distinct_correct_clusters": d}
+            for i, (c, d) in enumerate(zip(correct, distinct, strict=True))
+        ]
     }
 
 
-def test_a_target_exactly_on_its_bound_is_met():
-    """Means over 19 prompts land on a bound exactly (75/19 distinct answers against 50/19 is 1.5x; 0.21 against
-    0.26 is 5 points), which floating point puts a rounding error below it; one answer fewer misses."""
+def test_the_targets_are_met_only_when_their_paired_interval_clears_the_bound():
+    """Each target is decided by a paired interval (3 seeds x 12 prompts here), never by point means: a clear loss
+    of coverage meets (a); a tie at full coverage keeps (b) but cannot show (a); a distinct ratio of exactly 1.5 is
+    on the bound, not clear of it; a pass@1 exactly 5 points below is not clear of -0.05 either."""
     targets = benchmark().targets
-    on_bound = summary(
-        {"start": 0.1, "grpo": 0.26, "poly_epo": 0.21}, {"start": 18 / 19, "grpo": 1.0, "poly_epo": 1.0},
-        {"start": 2.0, "grpo": 50 / 19, "poly_epo": 75 / 19},
-    )  # fmt: skip
-    assert 75 / 19 / (50 / 19) < 1.5 and 100 * (0.21 - 0.26) < -5  # the rounding the check must allow for
-    met = targets(on_bound)
-    assert met["distinct_ratio"]["met"] and met["pass_at_1"]["met"]
-    assert not met["grpo_below_start"]["met"] and not met["poly_epo_keeps_coverage"]["met"]  # 1.0 is not above 1.0
-    below = summary(
-        {"start": 0.1, "grpo": 0.26, "poly_epo": 0.20}, {"start": 18 / 19, "grpo": 17 / 19, "poly_epo": 1.0},
-        {"start": 2.0, "grpo": 50 / 19, "poly_epo": 74 / 19},
-    )  # fmt: skip
-    missed = targets(below)
-    assert not missed["distinct_ratio"]["met"] and not missed["pass_at_1"]["met"]
-    assert missed["grpo_below_start"]["met"] and missed["poly_epo_keeps_coverage"]["met"]
+    prompts = 12
+    start = final([4] * prompts, [2.0] * prompts)
+    # (a): GRPO answers half the prompts never (pass@4 0) where the start answers them; Poly-EPO keeps all of them
+    grpo = [final([0] * 6 + [8] * 6, [1.0] * prompts) for _ in range(3)]
+    poly = [final([4] * prompts, [3.0 + 0.1 * s] * prompts) for s in range(3)]
+    met = targets({"grpo": grpo, "poly_epo": poly}, start, 4)
+    assert met["grpo_below_start"]["met"] and met["poly_epo_keeps_coverage"]["met"] and met["distinct_ratio"]["met"]
+    assert met["grpo_below_start"]["grpo_minus_start"]["high"] < 0
+    # every model covers every prompt: (a) cannot be shown, (b) holds (Poly-EPO - start is exactly 0 > -0.05)
+    full = [final([8] * prompts, [2.0] * prompts) for _ in range(3)]
+    ties = targets({"grpo": full, "poly_epo": full}, final([8] * prompts, [2.0] * prompts), 4)
+    assert not ties["grpo_below_start"]["met"] and ties["poly_epo_keeps_coverage"]["met"]
+    # distinct answers exactly 1.5x GRPO's on every prompt and seed: on the bound, not clear of it
+    on_bound = [final([8] * prompts, [3.0] * prompts) for _ in range(3)]
+    ratio = targets({"grpo": full, "poly_epo": on_bound}, start, 4)["distinct_ratio"]
+    assert ratio["ratio"] == 1.5 and not ratio["met"]
+    # pass@1 spread around exactly 5 points below GRPO's: the interval reaches below -0.05
+    lower = [final([c - 1 if i % 2 else c for i, c in enumerate([8] * prompts)], [3.0] * prompts) for _ in range(3)]
+    gap = targets({"grpo": full, "poly_epo": lower}, start, 4)["pass_at_1"]
+    assert gap["poly_epo_minus_grpo"]["mean"] == pytest.approx(-1 / 16) and not gap["met"]
+
+
+def test_the_start_is_pooled_over_its_sampling_seeds():
+    """The start's evaluations (one per seed's sampling seed) pooled per prompt: samples and correct samples summed,
+    answers counted together, distinct correct answers the mean (compared at the runs' n)."""
+    first = final([1, 8], [1.0, 3.0])
+    second = final([3, 8], [2.0, 4.0])
+    for one, counts in ((first, {"a": 1}), (second, {"a": 2, "b": 1})):
+        one["problems"][0]["correct_answer_counts"] = counts
+        one["problems"][1]["correct_answer_counts"] = {}
+    pooled = benchmark().pooled([first, second])["problems"][0]
+    assert (pooled["num_samples"], pooled["num_correct"], pooled["distinct_correct_clusters"]) == (16, 4, 1.5)
+    assert pooled["correct_answer_counts"] == {"a": 3, "b": 1}
+    assert benchmark().reported_ks(128) == [1, 2, 4, 8, 16, 32, 64]
+
+
+def test_the_prefix_prompts_hold_out_the_rarer_answers_of_trained_letters():
+    """Every held-out prefix prompt ("... starting with Ma:") is under a letter trained on, has at least 2 correct
+    members and fewer than its letter, and is never a training prompt; its answers are its letter's answers."""
+    from poly_epo_trl.tasks.names_by_letter import correct_members, is_correct, parse_prompt, split_prompts
+
+    train = {parse_prompt(p) for p in split_prompts("train")}
+    prefixes = split_prompts("prefix")
+    assert len(prefixes) == 66 and not set(prefixes) & set(split_prompts("train"))
+    for prompt in prefixes:
+        category, initial = parse_prompt(prompt)
+        assert len(initial) == 2 and (category, initial[0]) in train
+        found, whole = correct_members(category, initial), correct_members(category, initial[0])
+        assert 2 <= len(found) < len(whole) and found < whole
+    assert is_correct("A country starting with Ma:", "Mali") and not is_correct(
+        "A country starting with Ma:", "Mexico"
+    )
+    with pytest.raises(ValueError, match="Unknown names_by_letter split"):
+        split_prompts("validation")
 
 
 def tiny_start(folder: Path) -> Path:
@@ -89,18 +128,26 @@ def test_the_benchmark_runs_end_to_end_and_writes_every_field(tmp_path):
     page = tmp_path / "page.md"
     page.write_text("# Real LM\n\n<!-- real-lm:start -->\nold\n<!-- real-lm:end -->\n\nprose after\n")
     command = [sys.executable, "benchmarks/real_lm.py", "--start", str(start), "--model", "tiny", *TINY]
-    command += ["--out", str(tmp_path / "out"), "--page", str(page)]
+    command += ["--methods", "all", "--out", str(tmp_path / "out"), "--page", str(page)]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     report = json.loads((tmp_path / "out" / "results.json").read_text())
-    assert set(report["methods"]) == {"grpo", "grpo_div", "poly_epo"}
-    for stats in [report["start"], *report["methods"].values()]:
-        assert stats["ks"] == [1, 2, 4] and stats["num_problems"] == 2 and stats["num_seeds"] == 1
+    assert set(report["runs"]) == METHODS and len(report["summary"]) == len(METHODS) + 1  # and the start
+    for stats in report["summary"].values():
+        assert stats["ks"] == [1, 2] and stats["num_problems"] == 2 and stats["num_seeds"] == 1  # k <= n / 2
         for key in ("pass_at_k", "distinct_correct_clusters"):
             assert {"mean", "low", "high"} <= set(stats[key])
     assert set(report["targets"]) == TARGETS
-    assert all(isinstance(target["met"], bool) for target in report["targets"].values())
-    assert report["targets"]["distinct_ratio"]["ratio"] >= 0 and report["hardware"].endswith("CPU cores")
+    for target in report["targets"].values():
+        assert isinstance(target["met"], bool)
+        assert any(isinstance(v, dict) and {"low", "high", "confidence"} <= set(v) for v in target.values())
+    assert "Poly-EPO - GRPO (Dr.GRPO)" in report["comparisons"] and report["hardware"].endswith("CPU cores")
+    records = report["runs"]["poly_epo"]["0"]["final"]["problems"]
+    assert [r["prompt"] for r in records] == [r["prompt"] for r in report["start_pooled"]["problems"]]
+    assert {"num_samples", "num_correct", "distinct_correct_clusters", "correct_answer_counts"} <= set(records[0])
+    assert set(report["step_seconds"]) == set(report["summary"]) - {"start (warm start)"}
+    for split in report["step_seconds"].values():
+        assert split["step"] > 0 and split["generation"] > 0 and split["loss and backward"] > 0
     for method, by_seed in report["runs"].items():
         run = by_seed["0"]
         assert [point["step"] for point in run["curve"]] == [0, 1, 2], method
@@ -111,7 +158,7 @@ def test_the_benchmark_runs_end_to_end_and_writes_every_field(tmp_path):
     # run again with the same settings (as after an interruption): every run is kept, nothing is trained again
     again = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert again.returncode == 0, again.stdout[-2000:] + again.stderr[-3000:]
-    assert "kept from an earlier invocation: 4 of the runs and start evaluations" in again.stdout
+    assert "kept from an earlier invocation: 6 of the runs and start evaluations" in again.stdout
     assert "steps in" not in again.stdout
     rerun = json.loads((tmp_path / "out" / "results.json").read_text())
     assert rerun["summary"] == report["summary"] and rerun["seconds"] > report["seconds"]

@@ -88,7 +88,13 @@ class ScriptArguments(DatasetArguments, CodeRewardSettings, AgentArguments):
         default=False,
         metadata={"help": "Allow held-out problems that are also training problems (refused by default)."},
     )
-    eval_max_problems: int | None = field(default=64, metadata={"help": "Evaluate on the first problems only."})
+    eval_max_problems: int | None = field(
+        default=None,
+        metadata={
+            "help": "Evaluate on the first problems only (None: every held-out problem; an LM judge or a large model "
+            "may want fewer)."
+        },
+    )
     eval_num_samples: int = field(default=16, metadata={"help": "Samples per held-out problem (n of pass@k)."})
     eval_vote_answer: str = field(
         default="auto",

@@ -37,6 +37,7 @@ from .names import (
     members,
     name_key,
     parse_prompt,
+    prefix_prompts,
     split_prompts,
 )
 
@@ -68,7 +69,8 @@ def warm_start_model() -> str:
 
 
 def rows(split: str) -> Dataset:
-    """The held-out prompts for ``test``, the others for any other split."""
+    """The prompts of ``split`` (``split_prompts``): ``train``, or held out: ``test`` (other letters) or ``prefix``
+    (two-letter prefixes of the training letters)."""
     return Dataset.from_dict({"problem": split_prompts(split)})
 
 
@@ -102,6 +104,7 @@ __all__ = [
     "name_key",
     "names_by_letter_reward",
     "parse_prompt",
+    "prefix_prompts",
     "rows",
     "split_prompts",
 ]

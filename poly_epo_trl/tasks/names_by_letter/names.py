@@ -1,5 +1,5 @@
-"""The names_by_letter task's facts: its prompts and their split, what ``pycountry`` accepts as a member's name, and
-whether a completion names a member with the prompt's initial."""
+"""The names_by_letter task's facts: its prompts and their splits, what ``pycountry`` accepts as a member's name, and
+whether a completion names a member with the prompt's initial (a letter, or a two-letter prefix)."""
 
 from __future__ import annotations
 
@@ -11,11 +11,13 @@ from functools import cache
 CATEGORIES = ("country", "US state", "language")
 HELD_OUT_EVERY = 3  # every third prompt of the sorted list, from the second, is held out
 MAX_NAME_WORDS = 6  # a longer answer is no name: degenerate
-_PROMPT = re.compile(r"A (.+) starting with ([A-Z]):")
+_PROMPT = re.compile(r"A (.+) starting with ([A-Z][a-z]?):")
+SPLITS = ("train", "test", "prefix")
 
 
-def make_prompt(category: str, letter: str) -> str:
-    return f"A {category} starting with {letter}:"
+def make_prompt(category: str, initial: str) -> str:
+    """``initial``: a capital letter ("M") or a two-letter prefix ("Ma")."""
+    return f"A {category} starting with {initial}:"
 
 
 def parse_prompt(prompt: str) -> tuple[str, str]:
@@ -79,14 +81,15 @@ def member(prompt: str, completion: str) -> str | None:
 
 
 def is_correct(prompt: str, completion: str) -> bool:
-    """A member of the prompt's category, named by a name that starts with the prompt's letter."""
-    _, letter = parse_prompt(prompt)
-    return member(prompt, completion) is not None and answer_of(completion)[:1] == letter.lower()
+    """A member of the prompt's category, named by a name that starts with the prompt's initial."""
+    _, initial = parse_prompt(prompt)
+    return member(prompt, completion) is not None and answer_of(completion).startswith(initial.lower())
 
 
-def correct_members(category: str, letter: str) -> set[str]:
-    """The members of ``category`` with a name starting with ``letter``: the prompt's distinct correct strategies."""
-    return {code for name, code in members(category).items() if name[:1] == letter.lower()}
+def correct_members(category: str, initial: str) -> set[str]:
+    """The members of ``category`` with a name starting with ``initial`` (a letter or a prefix): the prompt's distinct
+    correct strategies."""
+    return {code for name, code in members(category).items() if name.startswith(initial.lower())}
 
 
 @cache
@@ -101,9 +104,32 @@ def all_prompts() -> tuple[str, ...]:
 
 
 def split_prompts(split: str) -> list[str]:
-    """The held-out prompts for ``test`` (every third, from the second), the others for any other split."""
+    """``train``: the one-letter prompts trained on; ``test``: the other one-letter prompts (every third, from the
+    second), never trained on; ``prefix``: ``prefix_prompts``, never trained on either."""
+    if split not in SPLITS:
+        raise ValueError(f"Unknown names_by_letter split {split!r}: one of {SPLITS}.")
+    if split == "prefix":
+        return list(prefix_prompts())
     held_out = split == "test"
     return [p for i, p in enumerate(all_prompts()) if (i % HELD_OUT_EVERY == 1) == held_out]
+
+
+@cache
+def prefix_prompts() -> tuple[str, ...]:
+    """Two-letter prefixes of the training letters ("A country starting with Ma:" under "... with M:"), each with at
+    least 2 correct members and fewer than its letter has: their answers are the rarer answers of prompts that are
+    trained on, so a policy that narrows onto a letter's favourite answers loses them."""
+    prompts = []
+    for prompt in split_prompts("train"):
+        category, letter = parse_prompt(prompt)
+        whole = correct_members(category, letter)
+        under = [name for name in members(category) if name[:1] == letter.lower() and name[1:2].isalpha()]
+        initials = sorted({name[:2] for name in under})
+        for initial in initials:
+            found = correct_members(category, initial.capitalize())
+            if 2 <= len(found) < len(whole):
+                prompts.append(make_prompt(category, initial.capitalize()))
+    return tuple(prompts)
 
 
 def name_key(prompt: str, completion: str) -> str | None:
