@@ -5,7 +5,7 @@ STAMP := $(VENV)/.installed
 TASK ?= prime_pair
 RUN := OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false WANDB_MODE=disabled
 
-.PHONY: real-lm test-gpu install sandbox-tools llama-server docs-options docs docs-serve lint format test test-clone test-engines bench-engines vllm-extra-check demo agent-demo wheel wheel-venv wheel-demo bench install-vllm test-vllm vllm-demo bench-vllm
+.PHONY: real-lm test-newest newest-venv trl-suite test-gpu install sandbox-tools llama-server docs-options docs docs-serve lint format test test-clone test-engines bench-engines vllm-extra-check demo agent-demo wheel wheel-venv wheel-demo bench install-vllm test-vllm vllm-demo bench-vllm
 
 # vLLM's CPU build in a second environment: vLLM 0.30 needs numpy < 2.4 (through mistral-common), the main set pins
 # 2.4.6. .ci/constraints-vllm.txt is that environment's exact, tested set.
@@ -89,6 +89,41 @@ test: install
 # passes on the repository's own data or skips with the reason
 test-clone: install
 	$(RUN) POLY_EPO_SHARED=$$(mktemp -d) $(PY) -m pytest -q -rs -m shared_data
+
+# What a new user installs: `pip install -e ".[dev]"` without the constraints file, as the README says (the newest
+# versions the pins allow), into $(NEWEST_VENV); the packages whose versions differ from the tested set are printed
+# first, then TRL's seams, the drop-in and short training tests run there, and a failure repeats those versions. With
+# TRL_GIT_DIR set to a clone of huggingface/trl, TRL's own GRPOTrainer tests run there too, both swaps
+# (trl-suite). The main suite stays on the tested set (.ci/constraints.txt).
+NEWEST_VENV := build/newest-venv
+NEWEST_TESTS := tests/test_trl_seams.py tests/test_dropin.py tests/test_agents.py tests/test_trainer.py
+newest-venv:
+	rm -rf $(NEWEST_VENV)
+	python3 -m venv $(NEWEST_VENV)
+	$(NEWEST_VENV)/bin/python -m pip install -q --upgrade pip
+	$(NEWEST_VENV)/bin/python -m pip install -q torch==2.13.0  # the CPU build; the rest as the README installs it
+	$(NEWEST_VENV)/bin/python -m pip install -q -e ".[dev]"
+
+test-newest:
+	@test -x $(NEWEST_VENV)/bin/python || $(MAKE) newest-venv  # `make newest-venv` resolves afresh
+	@$(NEWEST_VENV)/bin/python .ci/versions.py
+	@$(RUN) $(NEWEST_VENV)/bin/python -m pytest -q -rs -n $(TEST_WORKERS) --dist worksteal -m "not engines and not vllm" \
+		$(NEWEST_TESTS) || { echo "failed at the newest versions the pins allow:"; \
+		$(NEWEST_VENV)/bin/python .ci/versions.py; exit 1; }
+	@if [ -n "$$TRL_GIT_DIR" ]; then $(MAKE) trl-suite PY=$(NEWEST_VENV)/bin/python; \
+	else echo "TRL's own GRPOTrainer tests: skipped (set TRL_GIT_DIR to a clone of huggingface/trl to run them)"; fi
+
+# TRL's own GRPOTrainer tests against PolyEPOTrainer (../shared/tools/trl-suite, copied where it can write), with
+# the trainer and config swapped and with the trainer alone; nothing that passes with GRPOTrainer may fail, but the
+# documented normalize_then_sum refusal (docs/pages/development.md). Needs TRL_GIT_DIR (a clone of huggingface/trl).
+TRL_SUITE := build/trl-suite
+trl-suite:
+	@test -n "$$TRL_GIT_DIR" || { echo "trl-suite: set TRL_GIT_DIR to a clone of huggingface/trl"; exit 1; }
+	rm -rf $(TRL_SUITE) && mkdir -p build && cp -r ../shared/tools/trl-suite $(TRL_SUITE) && chmod -R u+w $(TRL_SUITE)
+	$(PY) -m pip install -q pytest-timeout jmespath
+	cd $(TRL_SUITE) && $(abspath $(PY)) run.py --trl-git "$$TRL_GIT_DIR" --logs logs-swapped | tee swapped.txt; \
+		$(abspath $(PY)) run.py --grpo-config --logs logs-trainer | tee trainer.txt
+	$(PY) .ci/trl_suite_verdict.py $(TRL_SUITE)/swapped.txt $(TRL_SUITE)/trainer.txt
 
 # The shipped accelerate configs for real, 2 processes on CPU: DeepSpeed ZeRO-2/3, FSDP2 and two machines against DDP
 test-engines: install
@@ -181,6 +216,6 @@ wheel-demo: wheel-venv
 bench: install
 	$(RUN) $(PY) benchmarks/advantages.py
 
-# GRPO vs GRPO+DIV vs Poly-EPO on SmolLM2-135M-Instruct (names_by_letter), 3 seeds: about 65 minutes on 2 CPU cores
+# GRPO vs Poly-EPO on SmolLM2-135M-Instruct (names_by_letter, the held-out prefixes), 3 seeds (docs/pages/real-lm.md)
 real-lm: install
 	$(RUN) $(PY) benchmarks/real_lm.py --seeds 0 1 2 --out outputs/real_lm

@@ -5,8 +5,8 @@ Targets, on held-out prompts:
   sum_pair: Poly-EPO's distinct correct strategies >= 1.4x GRPO's, pass@1 at most 3 points below GRPO's.
   prime_pair: the same with >= 2x, and the large-k effect: Poly-EPO's pass@k >= GRPO's for every k >= 4,
   GRPO's pass@k at the largest k below the warm start's.
-Every number is a mean over seeds with a 95% percentile-bootstrap interval over seeds, which stays within the seeds'
-range, so rates stay within [0, 1] (results.json has each seed's numbers).
+Every number is a mean over seeds and held-out problems with its 95% interval over both (``evaluation.intervals``:
+seeds x problems, the two-way random-effects t interval); results.json has each seed's per-problem records.
 """
 
 from __future__ import annotations
