@@ -383,7 +383,8 @@ def summary_of(finals: list[dict[str, Any]], ks: list[int], start: dict[str, Any
     runs = [start] if start is not None else finals
 
     def stat(name: str, k: int | None = None) -> dict[str, float]:
-        return crossed_interval(table(runs, name, k)).as_dict()
+        top = 1.0 if name == "pass_at_k" else float("inf")  # a rate, or a count
+        return crossed_interval(table(runs, name, k)).within(0.0, top).as_dict()
 
     curve = [stat("pass_at_k", k) for k in ks]
     num_problems = len(runs[0]["problems"])

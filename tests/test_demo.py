@@ -25,7 +25,7 @@ def test_fast_demo_produces_table_json_and_plot(tmp_path, capsys):
         assert label in printed
     assert printed.startswith("evaluating the warm start on prime_pair's")  # the default task, said first
     assert "training 1/3" in printed and "prime_pair: 15 held-out prompts" in printed
-    assert "(mean [95% interval over 15 problems, 1 seed (no seed spread in it)])" in printed  # one seed: over problems
+    assert "(mean [95% interval over 15 problems, 1 seed (no seed spread in it)])" in printed  # one seed
     assert report["summary"]["warm start"]["interval"].endswith("1 seed (no seed spread in it)")
     last = printed.strip().splitlines()[-3:]  # the console ends with the numbers that matter and the figure
     assert last[0].startswith("pass@4 (problems solved within 4 tries): warm start ")

@@ -56,7 +56,7 @@ def test_across_seeds_is_an_interval_over_seeds_and_problems():
     combined = across_seeds(runs)
     assert combined["num_seeds"] == 3 and combined["ks"] == [1, 2, 4]
     assert combined["interval"] == "95% interval over 3 seeds x 2 problems"
-    expected = crossed_interval([[c / 4, (c + 1) / 4] for c in (0, 1, 2)])
+    expected = crossed_interval([[c / 4, (c + 1) / 4] for c in (0, 1, 2)]).within(0.0, 1.0)  # a rate: in [0, 1]
     assert combined["pass_at_k"]["mean"][0] == pytest.approx(0.375)
     assert (combined["pass_at_k"]["low"][0], combined["pass_at_k"]["high"][0]) == pytest.approx(
         (expected.low, expected.high)
@@ -64,7 +64,8 @@ def test_across_seeds_is_an_interval_over_seeds_and_problems():
     assert combined["pass_at_k"]["high"][0] - combined["pass_at_k"]["low"][0] > 0.5  # 3 seeds: 2 df, wide
     one_problem = across_seeds([summarize(problems([c]), num_resamples=10) for c in (1, 2, 3)])
     seeds = crossed_interval([[0.25], [0.5], [0.75]])  # the seeds' t interval, df 2
-    assert seeds.df == 2 and seeds.low < 0.25 and one_problem["pass_at_k"]["low"][0] == pytest.approx(seeds.low)
+    assert seeds.df == 2 and seeds.low < 0.25
+    assert one_problem["pass_at_k"]["low"][0] == pytest.approx(max(seeds.low, 0.0))
     one = across_seeds(runs[:1])
     assert one["interval"].endswith("1 seed (no seed spread in it)")
     with pytest.raises(ValueError, match="different sample counts"):

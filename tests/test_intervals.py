@@ -115,6 +115,9 @@ def test_edges():
         crossed_interval(np.ones(3))
     assert Interval(0.5, 0.1, 0.9, 0.95, 2).clears(0.0) and not Interval(0.5, 0.1, 0.9, 0.95, 2).clears(0.2)
     assert Interval(-0.5, -0.9, -0.1, 0.95, 2).clears(0.0, above=False)
+    near_one = crossed_interval(np.array([[1.0, 1.0, 0.9], [1.0, 0.8, 1.0], [1.0, 1.0, 1.0]]))
+    assert near_one.high > 1.0 and near_one.within(0.0, 1.0).high == 1.0  # a rate's interval kept in [0, 1]
+    assert near_one.within(0.0, 1.0).low == near_one.low
 
 
 def records(correct: list[int], n: int = 4) -> list[dict]:

@@ -39,6 +39,11 @@ class Interval:
         """The whole interval lies above ``bound`` (or below it): a target met with its uncertainty."""
         return self.low > bound if above else self.high < bound
 
+    def within(self, low: float, high: float = float("inf")) -> Interval:
+        """The interval clipped to where the quantity can lie (a rate in [0, 1], a count from 0): the true mean is
+        inside, so no coverage is lost."""
+        return Interval(self.mean, max(self.low, low), min(self.high, high), self.confidence, self.df)
+
     def as_dict(self) -> dict[str, float]:
         return asdict(self)
 

@@ -12,6 +12,7 @@ from .intervals import crossed_interval, paired_difference
 from .metrics import majority_at_k, majority_vote, pass_at_k, powers_of_two_up_to
 
 CURVES = ("pass_at_k", "maj_at_k")
+RATES = (*CURVES, "vote_share")  # in [0, 1]; the other scalars are counts
 SCALARS = ("vote_share", "distinct_clusters", "distinct_correct_clusters", "num_correct")
 
 
@@ -146,7 +147,8 @@ def across_seeds(summaries: Sequence[dict[str, Any]], confidence: float = 0.95) 
             rows = [[np.atleast_1d(np.nan if p[key] is None else p[key]) for p in s["problems"]] for s in summaries]
             table = np.array(rows, dtype=float)
             table = table[:, ~np.isnan(table).any(axis=(0, 2))]  # problems a run has no value for (a judge's miss)
-            found = [crossed_interval(table[:, :, i], confidence) for i in range(table.shape[2])]
+            top = 1.0 if key in RATES else float("inf")
+            found = [crossed_interval(table[:, :, i], confidence).within(0.0, top) for i in range(table.shape[2])]
             entry = {name: [getattr(f, name) for f in found] for name in ("mean", "low", "high")}
         else:
             values = np.array([np.atleast_1d(s[key]["mean"]) for s in summaries], dtype=float)  # [seeds, ks]
