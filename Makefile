@@ -119,6 +119,7 @@ test-newest:
 TRL_SUITE := build/trl-suite
 trl-suite:
 	@test -n "$$TRL_GIT_DIR" || { echo "trl-suite: set TRL_GIT_DIR to a clone of huggingface/trl"; exit 1; }
+	@test -d ../shared/tools/trl-suite || { echo "trl-suite: the trl-suite tool is not beside this clone (../shared)"; exit 1; }
 	rm -rf $(TRL_SUITE) && mkdir -p build && cp -r ../shared/tools/trl-suite $(TRL_SUITE) && chmod -R u+w $(TRL_SUITE)
 	$(PY) -m pip install -q pytest-timeout jmespath
 	cd $(TRL_SUITE) && $(abspath $(PY)) run.py --trl-git "$$TRL_GIT_DIR" --logs logs-swapped | tee swapped.txt; \
