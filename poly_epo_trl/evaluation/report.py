@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..constants import DEGENERATE_CLUSTER_ID
-from .intervals import crossed_interval, paired_difference
+from .intervals import crossed_interval, paired_difference, seed_range
 from .metrics import majority_at_k, majority_vote, pass_at_k, powers_of_two_up_to
 
 CURVES = ("pass_at_k", "maj_at_k")
@@ -152,8 +152,8 @@ def across_seeds(summaries: Sequence[dict[str, Any]], confidence: float = 0.95) 
             entry = {name: [getattr(f, name) for f in found] for name in ("mean", "low", "high")}
         else:
             values = np.array([np.atleast_1d(s[key]["mean"]) for s in summaries], dtype=float)  # [seeds, ks]
-            entry = {"mean": values.mean(axis=0).tolist(), "low": values.min(axis=0).tolist()}
-            entry["high"] = values.max(axis=0).tolist()
+            ranges = [seed_range(values[:, i]) for i in range(values.shape[1])]
+            entry = {name: [r[name] for r in ranges] for name in ("mean", "low", "high")}
         out[key] = {name: v[0] for name, v in entry.items()} if key in SCALARS else entry
     return out
 

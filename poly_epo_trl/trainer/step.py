@@ -119,7 +119,7 @@ def unscore_infinite(rewards: torch.Tensor, host: torch.Tensor) -> tuple[torch.T
     without reading it) and on the host (``host``, its copy), instead of letting them turn a group's advantages, then
     every weight, into NaN; and how many each reward column had."""
     infinite = torch.isinf(host)
-    counts = [int(c) for c in infinite.sum(dim=0).tolist()] if host.ndim == 2 else [int(infinite.sum())]
+    counts = [int(c) for c in infinite.sum(dim=0).tolist()]  # host: [completions, reward columns]
     if not any(counts):
         return rewards, host, counts
     return rewards.masked_fill(torch.isinf(rewards), torch.nan), host.masked_fill(infinite, torch.nan), counts
