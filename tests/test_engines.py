@@ -68,7 +68,7 @@ ENV = {
     "PYTHONFAULTHANDLER": "1",  # a process that dies of a signal prints every thread's Python stack into the log
     "PYTHONPATH": f"{ROOT / 'tests' / 'helpers'}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
 }
-TIMING = ("step_time", "judge/seconds", "judge/wait_seconds", "train_runtime", "_per_second", "latency")
+TIMING = ("step_time", "time/", "judge/seconds", "judge/wait_seconds", "train_runtime", "_per_second", "latency")
 # Measured equal to DDP at every step and in the final weights: ZeRO-2 always, FSDP2 on the full model.
 EXACT = {("zero2", "poly_epo"), ("zero2", "lora"), ("fsdp2", "poly_epo")}
 # ZeRO-3 (and FSDP2 with LoRA) reduce gradients in partitions, in another order than DDP's all-reduce: float32 sums

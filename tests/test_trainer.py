@@ -77,6 +77,8 @@ def test_a_few_steps_end_to_end_and_the_loss_sees_set_advantages(model_dir, tmp_
     assert logged and all(0 <= h["poly_epo/degenerate_frac"] <= 1 for h in logged)
     assert all(h["judge/groups"] == 2 for h in logged)
     assert all(math.isfinite(h["poly_epo/set_score"]) for h in logged)
+    for h in logged:  # a step's wall clock split: the rollout holds the generation; the advantages come after it
+        assert 0 < h["time/generation"] <= h["time/rollout"] and h["time/advantage"] > 0
     assert all(batch.advantages.abs().sum() > 0 for batch in batches.values())
     assert changed
 
