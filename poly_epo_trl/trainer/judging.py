@@ -227,7 +227,7 @@ class GroupJudging:
                 "Fix the judge and resume from the last checkpoint, or raise judge_max_fallback_frac (1 never stops)."
             )
 
-    def show(self, batch: SetBatch, local_rows: int, global_step: int) -> None:
+    def record_verdicts(self, batch: SetBatch, local_rows: int, global_step: int) -> None:
         """The step's diversity metrics (``poly_epo/*``); the judge's columns for this process's rows into TRL's
         completions table (``verdicts.judge_columns``); the batch's judged groups into the audit trail (main
         process, ``judge_audit_fraction``), as of ``global_step`` (the steps completed)."""
