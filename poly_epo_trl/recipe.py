@@ -17,11 +17,15 @@ class RecipeError(ValueError):
 
 
 def parse_recipe(
-    classes: tuple[type, ...], argv: list[str] | None, defaults: dict[str, Any] | None = None
+    classes: tuple[type, ...],
+    argv: list[str] | None,
+    defaults: dict[str, Any] | None = None,
+    elsewhere: dict[str, str] | None = None,
 ) -> tuple[Any, ...]:
     """``TrlParser(classes).parse_args_and_config(argv)``, every value held to its field's type, and every user
     error (YAML syntax, unreadable file, unknown key, bad value) a ``RecipeError`` of one line. ``defaults``
-    replace the fields' own defaults (the recipe and the command line still override them)."""
+    replace the fields' own defaults (the recipe and the command line still override them); ``elsewhere``: keys
+    another recipe would take, each with where it belongs (said instead of a did-you-mean)."""
     import yaml
     from trl import TrlParser
 
@@ -45,7 +49,7 @@ def parse_recipe(
     except OSError as error:
         raise RecipeError(f"Cannot read the recipe: {error}.") from None
     except (ValueError, TypeError) as error:
-        raise RecipeError(_explain_unknown(str(error), classes)) from None
+        raise RecipeError(_explain_unknown(str(error), classes, elsewhere or {})) from None
     return tuple(parsed)
 
 
@@ -104,14 +108,18 @@ def _argument_error(message: str) -> None:
     raise RecipeError(f"{field_name}: {message.split(': ', 1)[-1]}.")
 
 
-def _explain_unknown(message: str, classes: tuple[type, ...]) -> str:
-    """TrlParser's unknown-key error as the keys, each with the closest known field."""
+def _explain_unknown(message: str, classes: tuple[type, ...], elsewhere: dict[str, str]) -> str:
+    """TrlParser's unknown-key error as the keys, each with where it belongs (``elsewhere``) or the closest known
+    field."""
     if "Unknown arguments" not in message and "not used by" not in message:
         return message
     known = {f.name for cls in classes for f in dataclasses.fields(cls)}
     keys = [word.strip("'[],") for word in message.split() if word.strip("'[],").startswith("--")]
     hints = []
     for key in keys:
+        if key[2:] in elsewhere:
+            hints.append(f"{key[2:]!r} ({elsewhere[key[2:]]})")
+            continue
         close = difflib.get_close_matches(key[2:], known, n=1)
         hints.append(f"{key[2:]!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
     return f"Unknown recipe keys: {', '.join(hints)}. Remove or rename them."

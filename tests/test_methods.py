@@ -11,7 +11,7 @@ import signal
 import subprocess
 import sys
 import textwrap
-from types import SimpleNamespace
+from dataclasses import dataclass, field
 
 import pytest
 import torch
@@ -22,25 +22,56 @@ from training_run import ENV, ROOT, Run, max_difference
 from poly_epo_trl import marginal_set_advantages
 from poly_epo_trl.commands.train import main
 from poly_epo_trl.judges import JudgeResult
-from poly_epo_trl.methods import METHODS, Method, SetBatch, advantage_method, apply_method, get_method
+from poly_epo_trl.methods import (
+    METHODS,
+    DiversitySettings,
+    Method,
+    SetBatch,
+    advantage_method,
+    apply_method,
+    get_method,
+)
 from poly_epo_trl.methods.novelty import OutcomeCounts, novelty
 from poly_epo_trl.methods.pass_at_k import group_advantages
 from poly_epo_trl.recipe import RecipeError
 from poly_epo_trl.trainer import DrGRPOTrainer, GRPODivTrainer, PolyEPOConfig, PolyEPOTrainer
 
 TINY = ["--config", "recipes/tiny/poly_epo/config_cpu.yaml", "--max_steps", "2", "--logging_steps", "1"]
-SETTINGS = SimpleNamespace(correct_reward_threshold=1.0)
+SETTINGS = DiversitySettings()  # novelty's own; the correctness threshold is the batch's (the run's)
 MY_METHOD = '''
-"""Dr.GRPO's advantage times N / |cluster(y)|: a rollout in a small cluster counts more."""
+"""Dr.GRPO's advantage times (N / |cluster(y)|) ** power: a rollout in a small cluster counts more."""
+
+from dataclasses import dataclass, field
 
 from poly_epo_trl.methods import advantage_method
 
 
-@advantage_method("cluster_scaled")
+@dataclass
+class ClusterScaled:
+    power: float = field(default=1.0, metadata={"help": "The exponent of N / |cluster(y)|."})
+
+
+@advantage_method("cluster_scaled", settings=ClusterScaled)
 def cluster_scaled(batch, settings):
     grpo = batch.rewards - batch.rewards.nanmean(1, keepdim=True)
-    return grpo * batch.group_size / batch.cluster_sizes()
+    return grpo * (batch.group_size / batch.cluster_sizes()) ** settings.power
 '''
+
+
+@dataclass
+class Knob:
+    power: float = field(default=1.0, metadata={"help": "The exponent of N / |cluster(y)|."})
+
+    def check(self) -> None:
+        if self.power < 0:
+            raise ValueError(f"power must be non-negative, got {self.power}.")
+
+
+@advantage_method("clustered_power", settings=Knob)
+def clustered_power(batch, settings):
+    return (batch.rewards - batch.rewards.nanmean(1, keepdim=True)) * (batch.group_size / batch.cluster_sizes()) ** (
+        settings.power
+    )
 
 
 def batch_of(rewards: list[list[float]], clusters: list[list[int]], mode: str = "train", texts=None) -> SetBatch:
@@ -54,13 +85,14 @@ def batch_of(rewards: list[list[float]], clusters: list[list[int]], mode: str = 
 
 
 def test_a_method_in_its_own_module_trains_from_a_recipe_with_nothing_else_changed(tmp_path):
-    """A scratch package with one new file, named by the recipe's ``trainer:`` as ``package.module:name``: the run
-    trains on exactly that method's advantages (read back from the audit trail of every judged group)."""
+    """A scratch package with one new file, named by the recipe's ``trainer:`` as ``package.module:name``, and a
+    setting of the method's own set by the recipe: the run trains on exactly that method's advantages with that
+    setting (read back from the audit trail of every judged group), and logs them under the method's name."""
     (tmp_path / "mypkg").mkdir()
     (tmp_path / "mypkg" / "__init__.py").write_text("")
     (tmp_path / "mypkg" / "mymethod.py").write_text(textwrap.dedent(MY_METHOD))
     command = [sys.executable, "-m", "poly_epo_trl.train", "--config", str(ROOT / TINY[1]), *TINY[2:]]
-    command += ["--trainer", "mypkg.mymethod:cluster_scaled", "--output_dir", str(tmp_path / "out")]
+    command += ["--trainer", "mypkg.mymethod:cluster_scaled", "--power", "2.0", "--output_dir", str(tmp_path / "out")]
     done = subprocess.run(command, cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     records = [json.loads(line) for line in (tmp_path / "out" / "judged_groups.jsonl").read_text().splitlines()]
@@ -69,11 +101,67 @@ def test_a_method_in_its_own_module_trains_from_a_recipe_with_nothing_else_chang
         rewards = torch.tensor(record["rewards"], dtype=torch.float64)
         ids = torch.tensor(record["cluster_ids"])
         sizes = (ids.unsqueeze(1) == ids.unsqueeze(0)).sum(1)
-        expected = (rewards - rewards.mean()) * len(ids) / sizes
+        expected = (rewards - rewards.mean()) * (len(ids) / sizes) ** 2
         torch.testing.assert_close(
             torch.tensor(record["advantages"], dtype=torch.float64), expected, atol=1e-6, rtol=0
         )
     assert any(abs(a) > 0 for r in records for a in r["advantages"])
+    assert any(len(set(r["cluster_ids"])) not in (1, len(r["cluster_ids"])) for r in records)  # the power mattered
+    history = json.loads((tmp_path / "out" / "trainer_state.json").read_text())["log_history"]
+    logged = [h for h in history if "loss" in h]
+    assert logged and all("cluster_scaled/advantage_abs_mean" in h for h in logged)
+    assert not any(key.startswith("poly_epo/advantage") for h in logged for key in h)
+
+
+def test_a_methods_own_setting_is_a_recipe_key_of_its_runs_only():
+    """``power`` (the registered ``clustered_power``'s own setting) is read for that method's recipe, held to its
+    type and checked; another method's recipe refuses it, naming the method it belongs to."""
+    from poly_epo_trl.commands.train import parse
+
+    script_args, training_args, _ = parse([*TINY, "--trainer", "clustered_power", "--power", "2.5"])
+    assert script_args.method_settings == {"power": 2.5} and not hasattr(training_args, "power")
+    assert parse([*TINY, "--trainer", "clustered_power"])[0].method_settings == {"power": 1.0}
+    with pytest.raises(
+        RecipeError, match=r"'power' \(a setting of method 'clustered_power'; this recipe's trainer is"
+    ):
+        parse([*TINY, "--power", "2.5"])
+    with pytest.raises(RecipeError, match=r"power must be non-negative, got -1\.0"):
+        parse([*TINY, "--trainer", "clustered_power", "--power", "-1"])
+    with pytest.raises(RecipeError, match="power"):
+        parse([*TINY, "--trainer", "clustered_power", "--power", "two"])
+
+
+def test_a_methods_own_setting_is_a_keyword_of_its_trainers_only(tmp_path):
+    model = str(save_tiny_model(tmp_path / "model"))
+    args = PolyEPOConfig(
+        output_dir=str(tmp_path / "out"), use_cpu=True, report_to="none", num_generations=4, set_size=2
+    )
+    reward = lambda completions, **k: [0.0] * len(completions)  # noqa: E731
+    common = dict(model=model, reward_funcs=reward, args=args, train_dataset=toy_dataset())
+    with pytest.raises(TypeError, match="power is a setting of method 'clustered_power', and this run trains with"):
+        PolyEPOTrainer(**common, judge="distinct", power=2.0)
+    trainer = PolyEPOTrainer(**common, judge="distinct", method="clustered_power", power=2.0)
+    assert trainer.method_settings == Knob(power=2.0)
+    with pytest.raises(ValueError, match="Method 'clustered_power': power must be non-negative"):
+        PolyEPOTrainer(**common, judge="distinct", method="clustered_power", power=-1.0)
+
+
+def test_a_set_objective_of_ones_own_is_given_the_runs_degenerate_id_and_threshold():
+    seen = {}
+
+    def correct_and_distinct(rewards, cluster_ids, degenerate_cluster_id, correct_reward_threshold):
+        seen.update(degenerate=degenerate_cluster_id, threshold=correct_reward_threshold)
+        correct = (rewards >= correct_reward_threshold) & (cluster_ids != degenerate_cluster_id)
+        return correct.any(-1).to(rewards.dtype)
+
+    rewards = torch.tensor([[1.0, 0.5, 0.0, 1.0]], dtype=torch.float64)
+    clusters = torch.tensor([[7, 1, 2, 3]])
+    advantages = marginal_set_advantages(
+        rewards, clusters, 2, correct_and_distinct, degenerate_cluster_id=7, correct_reward_threshold=0.5
+    )
+    assert seen == {"degenerate": 7, "threshold": 0.5}
+    # sets of 2 that hold a correct, non-degenerate rollout: every set but {0, 2}; rollout 2 is in the one failing set
+    assert advantages[0, 2] < 0 and advantages[0, 1] > 0 and advantages[0, 3] > 0
 
 
 def test_a_plain_function_is_an_advantage_method_that_needs_a_judge():

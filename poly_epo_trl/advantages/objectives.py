@@ -1,11 +1,13 @@
 """Set objectives f(G), evaluated on batches of sets.
 
 Every objective takes ``rewards`` and ``cluster_ids`` of shape ``[..., n]`` (one set of n rollouts in the last
-dimension) and returns ``[...]``.
+dimension) and returns ``[...]``. An objective that also names ``degenerate_cluster_id`` or
+``correct_reward_threshold`` among its parameters is given the run's (``RUN_SETTINGS``).
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from functools import partial
 
@@ -16,6 +18,7 @@ from ..constants import DEGENERATE_CLUSTER_ID
 from ..registry import Registry
 
 SetObjective = Callable[[Tensor, Tensor], Tensor]
+RUN_SETTINGS = ("degenerate_cluster_id", "correct_reward_threshold")  # what an objective may ask of the run
 OBJECTIVES: Registry[SetObjective] = Registry("set_objective", "your own f(rewards, cluster_ids)")
 
 
@@ -58,12 +61,25 @@ BUILTIN_OBJECTIVES = ("polychromic", "pass_at_n", "mean")  # the registered obje
 
 
 def resolve_objective(
-    objective: str | SetObjective, gate: bool = False, degenerate_cluster_id: int = DEGENERATE_CLUSTER_ID
+    objective: str | SetObjective,
+    gate: bool = False,
+    degenerate_cluster_id: int = DEGENERATE_CLUSTER_ID,
+    correct_reward_threshold: float = 1.0,
 ) -> SetObjective:
-    """A registered objective's name (or ``package.module:function``) as its set function; a callable as it is.
-    The polychromic objective gets ``gate`` and ``degenerate_cluster_id``."""
-    if callable(objective):
-        return objective
+    """A registered objective's name (or ``package.module:function``) as its set function ``f(rewards,
+    cluster_ids)``. The polychromic objective gets ``gate`` and ``degenerate_cluster_id``; any other objective the
+    run's settings among ``RUN_SETTINGS`` that it names as parameters."""
     if objective == "polychromic":
         return partial(polychromic_objective, gate=gate, degenerate_cluster_id=degenerate_cluster_id)
-    return OBJECTIVES.get(objective)
+    fn = objective if callable(objective) else OBJECTIVES.get(objective)
+    run = {"degenerate_cluster_id": degenerate_cluster_id, "correct_reward_threshold": correct_reward_threshold}
+    wanted = {name: run[name] for name in RUN_SETTINGS if name in parameters(fn)}
+    return partial(fn, **wanted) if wanted else fn
+
+
+def parameters(fn: Callable[..., object]) -> frozenset[str]:
+    """The names of ``fn``'s parameters (none where Python cannot say, as for some built-ins)."""
+    try:
+        return frozenset(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        return frozenset()

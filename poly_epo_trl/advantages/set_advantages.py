@@ -41,6 +41,7 @@ def marginal_set_advantages(
     generator: torch.Generator | None = None,
     max_enumerated_sets: int = DEFAULT_MAX_ENUMERATED_SETS,
     return_baseline: bool = False,
+    correct_reward_threshold: float = 1.0,
 ) -> Tensor | tuple[Tensor, Tensor]:
     """Marginal set advantages of ``rewards`` [G, N] with strategy labels ``cluster_ids`` [G, N]; returns [G, N].
 
@@ -48,13 +49,14 @@ def marginal_set_advantages(
     ``"package.module:function"``, or a set function f(rewards, cluster_ids). NaN rewards mark rollouts that could
     not be scored: they get advantage 0 and are left out of the sets of their group. A group with fewer than
     ``set_size`` scorable rollouts gets zeros. With ``return_baseline`` the mean set value f^ of each group ([G], NaN
-    where the group has too few scorable rollouts) is returned as well.
+    where the group has too few scorable rollouts) is returned as well. A custom objective that names
+    ``degenerate_cluster_id`` or ``correct_reward_threshold`` as parameters is given those (``resolve_objective``).
     """
     if isinstance(objective, str) and objective not in BUILTIN_OBJECTIVES:
         objective = OBJECTIVES.get(objective)  # the one lookup of an objective by name
     _check_arguments(rewards, cluster_ids, set_size, objective, reduction, gate, estimator, num_sampled_sets)
     n = set_size
-    set_fn = resolve_objective(objective, gate, degenerate_cluster_id)
+    set_fn = resolve_objective(objective, gate, degenerate_cluster_id, correct_reward_threshold)
     values = rewards.detach().to(torch.float64)
     labels = cluster_ids.detach().to(device=values.device, dtype=torch.long)
     scorable = ~torch.isnan(values)

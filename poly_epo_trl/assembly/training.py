@@ -70,6 +70,11 @@ class ScriptArguments(DatasetArguments, CodeRewardSettings, AgentArguments):
             "registered method, or 'package.module:name' for your own."
         },
     )
+    method_settings: dict[str, Any] = field(
+        default_factory=dict,
+        init=False,
+        metadata={"help": "The settings the method owns (its own recipe keys), as the recipe set them."},
+    )
     dry_run: bool = field(
         default=False,
         metadata={"help": "Check the recipe (config, dataset, rewards, judge) and stop before loading the model."},

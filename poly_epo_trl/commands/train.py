@@ -13,7 +13,8 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from dataclasses import fields
+import typing
+from dataclasses import asdict, field, fields, make_dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,11 +37,12 @@ from poly_epo_trl.assembly import (
 )
 from poly_epo_trl.data import save_training_problems
 from poly_epo_trl.evaluation.curves import FIGURE, plot_runs
-from poly_epo_trl.methods import get_method
+from poly_epo_trl.methods import Method, get_method
 from poly_epo_trl.models import resolve_model
 from poly_epo_trl.recipe import RecipeError, parse_recipe, recipe_value
 from poly_epo_trl.tasks import task_defaults
 from poly_epo_trl.trainer import PolyEPOConfig, PolyEPOTrainer
+from poly_epo_trl.trainer.config import settings_owned_elsewhere
 from poly_epo_trl.trainer.engines import (
     asked_engine,
     engine_mismatch,
@@ -55,7 +57,9 @@ logger = logging.getLogger(__name__)
 
 def parse(argv: list[str] | None = None) -> tuple[ScriptArguments, PolyEPOConfig, ModelConfig]:
     """The recipe's three configs; a built-in task (``dataset_name: builtin:<task>``) supplies the keys it declares
-    (reward, judge, warm start, prompt format) where the recipe leaves them out."""
+    (reward, judge, warm start, prompt format) where the recipe leaves them out. The settings the recipe's method
+    owns (``Method.settings``, beyond the config's) are recipe keys too, read into ``script_args.method_settings``;
+    another method's are refused, naming it."""
     named = recipe_value(argv, "dataset_name")
     dataset = named or ScriptArguments.dataset_name
     mixture = recipe_value(argv, "datasets")  # TRL's mixture is used instead of dataset_name, as `trl grpo` does
@@ -65,15 +69,45 @@ def parse(argv: list[str] | None = None) -> tuple[ScriptArguments, PolyEPOConfig
             "dataset and `dataset_name` will be ignored."
         )
     defaults = task_defaults(dataset) if isinstance(dataset, str) and not mixture else {}
-    script_args, training_args, model_args = parse_recipe(
-        (ScriptArguments, PolyEPOConfig, ModelConfig), argv, defaults
+    trainer = recipe_value(argv, "trainer") or ScriptArguments.trainer
+    try:
+        method = get_method(trainer)
+    except ValueError as error:
+        raise RecipeError(f"trainer={trainer!r}: {error}") from None
+    classes = (ScriptArguments, PolyEPOConfig, ModelConfig)
+    own = method_recipe_class(method, classes)
+    elsewhere = {
+        name: f"a setting of method {' or '.join(map(repr, owners))}; this recipe's trainer is {method.name!r}"
+        for name, owners in settings_owned_elsewhere(method).items()
+    }
+    script_args, training_args, model_args, *method_args = parse_recipe(
+        (*classes, *([own] if own else [])), argv, defaults, elsewhere
     )
     try:
-        method = get_method(script_args.trainer)
         training_args.check_set_size(training_args, method.uses)
-    except ValueError as error:
+        values = asdict(method_args[0]) if method_args else {}
+        method.make_settings(values, training_args)  # its own check, before anything loads
+    except (TypeError, ValueError) as error:
         raise RecipeError(f"trainer={script_args.trainer!r}: {error}") from None
+    script_args.method_settings = values
     return script_args, training_args, model_args
+
+
+def method_recipe_class(method: Method, classes: tuple[type, ...]) -> type | None:
+    """The recipe keys ``method`` owns beyond ``classes``' fields, as a dataclass ``TrlParser`` reads (None when it
+    owns none)."""
+    taken = {f.name for cls in classes for f in fields(cls)}
+    own = [f for f in method.setting_fields() if f.name not in taken]
+    if not own:
+        return None
+    hints = typing.get_type_hints(method.settings)
+    return make_dataclass(
+        f"{method.settings.__name__}Keys",
+        [
+            (f.name, hints[f.name], field(default=f.default, default_factory=f.default_factory, metadata=f.metadata))
+            for f in own
+        ],
+    )
 
 
 LAUNCH_TRIGGERS = ("--accelerate_config", "--num_processes")
@@ -266,6 +300,7 @@ def make_trainer(
     method = get_method(script_args.trainer)
     kwargs = {"judge": parts.judge} if method.needs_judge else {}
     trainer = PolyEPOTrainer(
+        **script_args.method_settings,
         method=method,
         model=model,
         reward_funcs=parts.reward_funcs,

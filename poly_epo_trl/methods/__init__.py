@@ -2,7 +2,8 @@
 (``base``: the interface; ``apply``: what the trainer does around every method). Built in: ``poly_epo`` (the
 marginal set advantage), the paper's baselines ``grpo`` (Dr.GRPO) and ``grpo_div`` (GRPO+DIV), and two from the
 literature: ``pass_at_k`` (Pass@k Training's analytic advantage) and ``novelty`` (a cross-step novelty bonus in the
-spirit of outcome-based exploration)."""
+spirit of outcome-based exploration). Each declares the settings it owns (``SetSettings``, ``DiversitySettings``,
+``PassAtKSettings``)."""
 
 from . import baselines, novelty, pass_at_k, poly_epo
 from .apply import MethodResult, apply_fallbacks, apply_method
@@ -15,15 +16,22 @@ from .base import (
     advantage_method,
     bonus_method,
     get_method,
+    setting_owners,
 )
+from .baselines import DiversitySettings
+from .pass_at_k import PassAtKSettings
+from .poly_epo import SetSettings
 
 __all__ = [
     "KINDS",
     "METHODS",
+    "DiversitySettings",
     "Method",
     "MethodResult",
     "MethodState",
+    "PassAtKSettings",
     "SetBatch",
+    "SetSettings",
     "advantage_method",
     "apply_fallbacks",
     "apply_method",
@@ -33,4 +41,5 @@ __all__ = [
     "novelty",
     "pass_at_k",
     "poly_epo",
+    "setting_owners",
 ]

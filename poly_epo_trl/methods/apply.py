@@ -16,7 +16,7 @@ from .base import Method, MethodState, SetBatch
 @dataclass
 class MethodResult:
     """A method's output for one batch: ``advantages`` [G, N] in place of GRPO's (advantage methods), or ``bonus``
-    [G, N], the values of its reward column (bonus methods); ``metrics`` to log as ``poly_epo/<name>``."""
+    [G, N], the values of its reward column (bonus methods); ``metrics`` to log as ``<method name>/<metric>``."""
 
     advantages: torch.Tensor | None = None
     bonus: torch.Tensor | None = None

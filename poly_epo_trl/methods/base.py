@@ -10,29 +10,44 @@ A method gives one of:
   with GRPO's advantage computed on top (``@bonus_method``);
 - nothing: GRPO's own advantage, untouched (``grpo``).
 
+A method owns its settings (``settings=``, a dataclass whose fields have defaults and ``metadata={"help": ...}``):
+``fn`` is given an instance of it, its fields are recipe keys and trainer keywords once the run trains with the
+method, and another method's run refuses them, naming the method. A ``check(self)`` method on the dataclass refuses
+bad values (ValueError). The run's settings every method may read come on the batch: ``batch.degenerate_cluster_id``
+and ``batch.correct_reward_threshold``. A method declared without settings is given the run's settings, as they are.
+
 A method with state across steps (``state=``, a class with ``state_dict`` and ``load_state_dict``) is also given its
 state, ``fn(batch, settings, state)``; the trainer saves and restores it with every checkpoint.
 
+    from dataclasses import dataclass, field
     from poly_epo_trl.methods import advantage_method
 
-    @advantage_method("cluster_scaled")
+    @dataclass
+    class ClusterScaled:
+        power: float = field(default=1.0, metadata={"help": "The exponent of N / |cluster(y)|."})
+
+    @advantage_method("cluster_scaled", settings=ClusterScaled)
     def cluster_scaled(batch, settings):
-        "Dr.GRPO's advantage times N / |cluster(y)|."
-        return (batch.rewards - batch.rewards.nanmean(1, keepdim=True)) * batch.group_size / batch.cluster_sizes()
+        "Dr.GRPO's advantage times (N / |cluster(y)|) ** power."
+        scale = (batch.group_size / batch.cluster_sizes()) ** settings.power
+        return (batch.rewards - batch.rewards.nanmean(1, keepdim=True)) * scale
 
 A recipe names it ``trainer: cluster_scaled`` (when its module is imported), or ``trainer:
-mypackage.mymodule:cluster_scaled`` with nothing registered; in Python, ``PolyEPOTrainer(..., method=...)``.
+mypackage.mymodule:cluster_scaled`` with nothing registered, and sets ``power: 2.0``; in Python,
+``PolyEPOTrainer(..., method=..., power=2.0)``. A method's metrics are logged as ``<method name>/<metric>``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields, is_dataclass
 from typing import Any, Protocol
 
 import torch
 
+from ..constants import DEGENERATE_CLUSTER_ID
 from ..judges import JudgeResult
+from ..recipe import check_field_types
 from ..registry import Registry
 
 KINDS = ("advantage", "bonus", "none")
@@ -45,7 +60,8 @@ class SetBatch:
     method without a judge), the advantages [G, N] the step trained on (NaN until the method gave them), the mode
     ("train" or "eval"), and per row the problem, the completion as judges read it by default
     (``text.trajectory_text``) and as they take it (``text.judge_input``: strings, or an agent's messages); the
-    judge's verdict per group (None where it did not judge)."""
+    judge's verdict per group (None where it did not judge); the run's degenerate cluster id and the reward from
+    which a rollout counts as correct."""
 
     rewards: torch.Tensor
     cluster_ids: torch.Tensor
@@ -55,6 +71,8 @@ class SetBatch:
     completions: list[str]
     inputs: list[Any]
     verdicts: list[JudgeResult | None]
+    degenerate_cluster_id: int = DEGENERATE_CLUSTER_ID
+    correct_reward_threshold: float = 1.0
 
     @property
     def group_size(self) -> int:
@@ -86,18 +104,18 @@ class MethodState(Protocol):
 @dataclass(frozen=True)
 class Method:
     """An advantage method (see the module's docstring). ``fn`` gives the advantages or the bonus [G, N] of a
-    ``SetBatch``, or ``(values, metrics)`` with metrics logged as ``poly_epo/<name>``; ``needs_judge``: whether the
-    groups are judged first; ``uses``: the settings ``fn`` reads (the trainer says once when one that was set is
-    unused; None: not declared); ``label``: its name on model cards; ``column`` and ``weight`` (a number, or the
-    name of the setting that holds it): a bonus's reward column; ``state``: a factory of its state across steps;
-    ``describe``: its line on the model card, from the settings; ``tags`` and ``paper`` (title, arXiv id,
-    citation): the model card's, TRL's GRPO paper when None."""
+    ``SetBatch``, or ``(values, metrics)`` with metrics logged as ``<name>/<metric>``; ``needs_judge``: whether the
+    groups are judged first; ``settings``: the dataclass of its own settings (``fn`` is given an instance; None:
+    not declared, ``fn`` is given the run's settings); ``label``: its name on model cards; ``column`` and
+    ``weight`` (a number, or the name of the setting that holds it): a bonus's reward column; ``state``: a factory
+    of its state across steps; ``describe``: its line on the model card, from its settings; ``tags`` and ``paper``
+    (title, arXiv id, citation): the model card's, TRL's GRPO paper when None."""
 
     name: str
     kind: str
     fn: Callable[..., Any] | None = None
     needs_judge: bool = True
-    uses: tuple[str, ...] | None = None
+    settings: type | None = None
     label: str = ""
     column: str | None = None
     weight: float | str = 1.0
@@ -111,9 +129,46 @@ class Method:
             raise ValueError(f"Method {self.name!r}: kind={self.kind!r}, use one of {KINDS}.")
         if (self.fn is None) != (self.kind == "none"):
             raise ValueError(f"Method {self.name!r}: a function is needed for kind {self.kind!r}, and only then.")
+        if self.settings is not None and not (isinstance(self.settings, type) and is_dataclass(self.settings)):
+            raise TypeError(f"Method {self.name!r}: settings={self.settings!r} must be a dataclass (the class).")
+        missing = [f.name for f in self.setting_fields() if f.default is MISSING and f.default_factory is MISSING]
+        if missing:
+            raise TypeError(f"Method {self.name!r}: settings {missing} need defaults (a recipe may leave them out).")
+
+    def setting_fields(self) -> tuple[Any, ...]:
+        """The fields of the method's own settings (none where it declares none)."""
+        return fields(self.settings) if self.settings is not None else ()
+
+    @property
+    def uses(self) -> tuple[str, ...] | None:
+        """The names of the settings the method reads (None: not declared; a method of kind "none" reads none)."""
+        if self.settings is None:
+            return () if self.kind == "none" else None
+        return tuple(f.name for f in self.setting_fields())
+
+    def make_settings(self, given: Mapping[str, Any], run: Any = None) -> Any:
+        """The method's settings: each field from ``given``, else from ``run`` (the run's settings, where it has the
+        field), else its default; each value held to its field's type, then the dataclass's own ``check()``. The
+        run's settings themselves for a method that declares none. TypeError or ValueError naming the method."""
+        if self.settings is None:
+            return run
+        names = [f.name for f in self.setting_fields()]
+        values = {
+            name: given[name] if name in given else getattr(run, name)
+            for name in names
+            if name in given or hasattr(run, name)
+        }
+        try:
+            settings = self.settings(**values)
+            check_field_types(settings)
+            if callable(getattr(settings, "check", None)):
+                settings.check()
+        except (TypeError, ValueError) as error:
+            raise type(error)(f"Method {self.name!r}: {error}") from None
+        return settings
 
     def __call__(self, batch: SetBatch, settings: Any, state: MethodState | None = None) -> Any:
-        """The method's values for ``batch`` (see ``fn``)."""
+        """The method's values for ``batch`` (see ``fn``; ``settings``: ``make_settings``'s)."""
         if self.fn is None:
             raise TypeError(f"Method {self.name!r} leaves GRPO's advantage as it is: there is nothing to call.")
         return self.fn(batch, settings) if self.state is None else self.fn(batch, settings, state)
@@ -145,7 +200,7 @@ def advantage_method(
     name: str | None = None,
     *,
     needs_judge: bool = True,
-    uses: Sequence[str] | None = None,
+    settings: type | None = None,
     label: str | None = None,
     state: Callable[[], MethodState] | None = None,
     describe: Callable[[Any], str] | None = None,
@@ -154,12 +209,12 @@ def advantage_method(
 ) -> Callable[[Callable[..., Any]], Method]:
     """Decorator: ``fn(batch, settings) -> advantages [G, N]`` (or ``(advantages, metrics)``; with ``state``:
     ``fn(batch, settings, state)``) as a method that replaces GRPO's advantage, registered as ``name`` when given
-    (without a name it is reachable by its import path only)."""
+    (without a name it is reachable by its import path only); ``settings``: the dataclass of its own settings."""
     return _method_decorator(
         "advantage",
         name,
         needs_judge=needs_judge,
-        uses=tuple(uses) if uses is not None else None,
+        settings=settings,
         label=label,
         state=state,
         describe=describe,
@@ -174,7 +229,7 @@ def bonus_method(
     column: str | None = None,
     weight: float | str = 1.0,
     needs_judge: bool = True,
-    uses: Sequence[str] | None = None,
+    settings: type | None = None,
     label: str | None = None,
     state: Callable[[], MethodState] | None = None,
     describe: Callable[[Any], str] | None = None,
@@ -192,7 +247,7 @@ def bonus_method(
             column=column or name or fn.__name__,
             weight=weight,
             needs_judge=needs_judge,
-            uses=tuple(uses) if uses is not None else None,
+            settings=settings,
             label=label,
             state=state,
             describe=describe,
@@ -201,6 +256,15 @@ def bonus_method(
         )(fn)
 
     return decorate
+
+
+def setting_owners() -> dict[str, list[str]]:
+    """Each registered method's setting, by name, with the methods that own it (``Method.settings``)."""
+    owners: dict[str, list[str]] = {}
+    for name in METHODS.names():
+        for f in METHODS.get(name).setting_fields():
+            owners.setdefault(f.name, []).append(name)
+    return owners
 
 
 def get_method(spec: str | Method | Callable[..., Any]) -> Method:

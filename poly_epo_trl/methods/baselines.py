@@ -3,7 +3,7 @@ reward + lambda (N / |cluster(y)| - 1) / (N - 1), the bonus a reward column of i
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass, field
 
 import torch
 
@@ -11,11 +11,25 @@ from ..advantages import diversity_bonus
 from .base import METHODS, Method, SetBatch, bonus_method
 from .poly_epo import POLY_EPO_PAPER
 
-GRPO = METHODS.register("grpo")(Method("grpo", "none", needs_judge=False, uses=(), label="Dr. GRPO"))
+GRPO = METHODS.register("grpo")(Method("grpo", "none", needs_judge=False, label="Dr. GRPO"))
 """GRPO's own advantage, untouched: the Dr.GRPO baseline under the paper's settings. No judge."""
 
 
-def describe_bonus(settings: Any) -> str:
+@dataclass
+class DiversitySettings:
+    """The weight of a diversity bonus's reward column (GRPO+DIV's, the novelty bonus's)."""
+
+    diversity_coef: float = field(
+        default=0.5,
+        metadata={"help": "lambda, the weight of the bonus column: reward + lambda x bonus. Paper: 0.5 (GRPO+DIV)."},
+    )
+
+    def check(self) -> None:
+        if self.diversity_coef < 0:
+            raise ValueError(f"diversity_coef must be non-negative, got {self.diversity_coef}.")
+
+
+def describe_bonus(settings: DiversitySettings) -> str:
     return f"- Diversity bonus: reward + {settings.diversity_coef:g} (N / |cluster(y)| - 1) / (N - 1)."
 
 
@@ -23,12 +37,12 @@ def describe_bonus(settings: Any) -> str:
     "grpo_div",
     column="diversity_bonus",
     weight="diversity_coef",
-    uses=("diversity_coef", "degenerate_cluster_id"),
+    settings=DiversitySettings,
     label="GRPO+DIV",
     describe=describe_bonus,
     tags=("grpo-div",),
     paper=POLY_EPO_PAPER,
 )
-def grpo_div(batch: SetBatch, settings: Any) -> torch.Tensor:
+def grpo_div(batch: SetBatch, settings: DiversitySettings) -> torch.Tensor:
     """(N / |cluster(y)| - 1) / (N - 1) per rollout, 0 for degenerate ones; weighted by ``diversity_coef``."""
-    return diversity_bonus(batch.cluster_ids, 1.0, settings.degenerate_cluster_id)
+    return diversity_bonus(batch.cluster_ids, 1.0, batch.degenerate_cluster_id)

@@ -23,6 +23,7 @@ import torch
 from ..judges.answer import final_answer
 from ..text import final_text, normalize_answer
 from .base import SetBatch, bonus_method
+from .baselines import DiversitySettings
 
 OUTCOME_PAPER = {
     "title": "Outcome-based Exploration for LLM Reasoning",
@@ -63,7 +64,7 @@ def outcome(completion: Any) -> str:
     return final_answer(text, "boxed") or normalize_answer(text)
 
 
-def describe(settings: Any) -> str:
+def describe(settings: DiversitySettings) -> str:
     return (
         f"- Novelty bonus: reward + {settings.diversity_coef:g} 1[correct] / sqrt(1 + n(x, a)), n the earlier "
         "rollouts of the prompt with the same final answer (outcome-based exploration)."
@@ -75,21 +76,21 @@ def describe(settings: Any) -> str:
     column="novelty_bonus",
     weight="diversity_coef",
     needs_judge=False,
-    uses=("diversity_coef", "correct_reward_threshold"),
+    settings=DiversitySettings,
     label="Novelty bonus",
     state=OutcomeCounts,
     describe=describe,
     tags=("novelty-bonus",),
     paper=OUTCOME_PAPER,
 )
-def novelty(batch: SetBatch, settings: Any, counts: OutcomeCounts) -> torch.Tensor:
+def novelty(batch: SetBatch, settings: DiversitySettings, counts: OutcomeCounts) -> torch.Tensor:
     """[G, N] bonuses from the counts before this batch; a training batch's outcomes are then counted."""
     bonus = torch.zeros_like(batch.rewards)
     size = batch.group_size
     for g, prompt in enumerate(batch.problems):
         outcomes = [outcome(c) for c in batch.inputs[g * size : (g + 1) * size]]
         for i, answer in enumerate(outcomes):
-            if batch.rewards[g, i] >= settings.correct_reward_threshold:
+            if batch.rewards[g, i] >= batch.correct_reward_threshold:
                 bonus[g, i] = 1.0 / (1.0 + counts.seen(prompt, answer)) ** 0.5
         if batch.mode == "train":
             counts.add(prompt, outcomes)

@@ -11,8 +11,8 @@ of k all succeed or all fail (sigma = 0) gets 0. It is the marginal set advantag
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from math import comb
-from typing import Any
 
 import torch
 
@@ -46,25 +46,36 @@ def group_advantages(correct: list[bool], k: int) -> list[float]:
     return [positive if c else negative for c in correct]
 
 
-def describe(settings: Any) -> str:
+@dataclass
+class PassAtKSettings:
+    """Pass@k Training's k."""
+
+    set_size: int = field(default=4, metadata={"help": "k, the size of the sets whose pass@k is trained for."})
+
+    def check(self) -> None:
+        if self.set_size < 1:
+            raise ValueError(f"set_size={self.set_size}: k is at least 1.")
+
+
+def describe(settings: PassAtKSettings) -> str:
     return f"- Pass@k Training: the analytic advantage of each group's pass@{settings.set_size} (Chen et al. 2025)."
 
 
 @advantage_method(
     "pass_at_k",
     needs_judge=False,
-    uses=("set_size", "correct_reward_threshold"),
+    settings=PassAtKSettings,
     label="Pass@k Training",
     describe=describe,
     tags=("pass-at-k",),
     paper=PASS_AT_K_PAPER,
 )
-def pass_at_k(batch: SetBatch, settings: Any) -> torch.Tensor:
+def pass_at_k(batch: SetBatch, settings: PassAtKSettings) -> torch.Tensor:
     """[G, N] advantages; unscored rollouts (NaN reward) are left out of their group and get 0."""
     advantages = torch.zeros_like(batch.rewards)
     for g, rewards in enumerate(batch.rewards):
         scored = ~torch.isnan(rewards)
-        correct = (rewards[scored] >= settings.correct_reward_threshold).tolist()
+        correct = (rewards[scored] >= batch.correct_reward_threshold).tolist()
         values = group_advantages(correct, min(settings.set_size, batch.group_size))
         advantages[g, scored] = torch.tensor(values, dtype=advantages.dtype)
     return advantages

@@ -1,14 +1,15 @@
 """Poly-EPO: each rollout's marginal set advantage over its judged group (``advantages.marginal_set_advantages``)
 replaces GRPO's advantage. Sets are all C(N, n) subsets of n = ``set_size`` rollouts, scored by the set objective
-(``set_objective``; the paper's polychromic f = mean reward x distinct strategies / n)."""
+(``set_objective``; the paper's polychromic f = mean reward x distinct strategies / n). Its settings:
+``SetSettings``."""
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass, field
 
 import torch
 
-from ..advantages import marginal_set_advantages
+from ..advantages import BUILTIN_OBJECTIVES, ESTIMATORS, OBJECTIVES, REDUCTIONS, marginal_set_advantages
 from .base import SetBatch, advantage_method
 
 POLY_EPO_PAPER = {
@@ -23,19 +24,73 @@ POLY_EPO_PAPER = {
     eprint       = {arXiv:2604.17654},
 }""",
 }
-SET_SETTINGS = (
-    "set_size",
-    "set_objective",
-    "set_reduction",
-    "diversity_gate",
-    "degenerate_cluster_id",
-    "set_estimator",
-    "num_sampled_sets",
-    "max_enumerated_sets",
-)
 
 
-def describe(settings: Any) -> str:
+@dataclass
+class SetSettings:
+    """Poly-EPO's own settings: the sets, their objective and how the marginal set advantage is computed. Fields of
+    ``PolyEPOConfig`` too (so the paper's recipes differ in their ``trainer:`` line only)."""
+
+    set_size: int = field(
+        default=4, metadata={"help": "Set size n; sets are all C(N, n) subsets of a group. Paper: 4."}
+    )
+    set_objective: str = field(
+        default="polychromic",
+        metadata={
+            "help": "Set objective f: 'polychromic' (mean reward x distinct strategies / n), 'pass_at_n' (max "
+            "reward), 'mean' (mean reward), or 'package.module:function' for your own f(rewards, cluster_ids) (given "
+            "the run's degenerate_cluster_id and correct_reward_threshold where it names them). Paper: polychromic.",
+        },
+    )
+    set_reduction: str = field(
+        default="mean",
+        metadata={
+            "help": "'mean': average set advantage over the sets containing a rollout (the authors' code); 'sum': "
+            "the paper's text (mean x C(N-1, n-1)). Paper: mean (code), sum (text).",
+        },
+    )
+    diversity_gate: bool = field(
+        default=False,
+        metadata={
+            "help": "Polychromic only: score sets with a single strategy 0 (the paper's 1[|U| > 1]). "
+            "Paper: false (code), true (text).",
+        },
+    )
+    set_estimator: str = field(
+        default="auto",
+        metadata={"help": "'auto', 'closed_form' (built-in objectives), 'enumerate' or 'sample'."},
+    )
+    num_sampled_sets: int | None = field(
+        default=None, metadata={"help": "Random sets per group for the 'sample' estimator (default 4096)."}
+    )
+    max_enumerated_sets: int = field(
+        default=100_000, metadata={"help": "Largest C(N, n) that 'enumerate' (and 'auto') will enumerate per group."}
+    )
+
+    def check(self) -> None:
+        """ValueError naming the setting, its value and what to set, for one out of range."""
+        if self.set_objective not in BUILTIN_OBJECTIVES:
+            OBJECTIVES.get(self.set_objective)  # ValueError naming what can be named
+        if self.set_size < 1:
+            raise ValueError(f"set_size={self.set_size}: a set holds at least 1 rollout (the paper's n is 4).")
+        if self.set_reduction not in REDUCTIONS:
+            raise ValueError(f"set_reduction must be one of {REDUCTIONS}, got {self.set_reduction!r}.")
+        if self.set_estimator not in ESTIMATORS:
+            raise ValueError(f"set_estimator must be one of {ESTIMATORS}, got {self.set_estimator!r}.")
+        if self.set_estimator == "closed_form" and self.set_objective not in BUILTIN_OBJECTIVES:
+            raise ValueError(
+                "set_estimator='closed_form' exists for the built-in objectives only: use 'auto', 'enumerate' or "
+                "'sample' with a custom set_objective."
+            )
+        if self.diversity_gate and self.set_objective != "polychromic":
+            raise ValueError("diversity_gate applies to set_objective='polychromic' only: drop it.")
+        if self.num_sampled_sets is not None and self.num_sampled_sets < 1:
+            raise ValueError(f"num_sampled_sets must be positive, got {self.num_sampled_sets}.")
+        if self.max_enumerated_sets < 1:
+            raise ValueError(f"max_enumerated_sets must be positive, got {self.max_enumerated_sets}.")
+
+
+def describe(settings: SetSettings) -> str:
     gate = ", diversity gate on" if settings.diversity_gate else ""
     return (
         f"- Set RL: sets of n = {settings.set_size} of each group, objective `{settings.set_objective}`, "
@@ -44,9 +99,9 @@ def describe(settings: Any) -> str:
 
 
 @advantage_method(
-    "poly_epo", uses=SET_SETTINGS, label="Poly-EPO", describe=describe, tags=("poly-epo",), paper=POLY_EPO_PAPER
+    "poly_epo", settings=SetSettings, label="Poly-EPO", describe=describe, tags=("poly-epo",), paper=POLY_EPO_PAPER
 )
-def set_advantage(batch: SetBatch, settings: Any) -> tuple[torch.Tensor, dict[str, float]]:
+def set_advantage(batch: SetBatch, settings: SetSettings) -> tuple[torch.Tensor, dict[str, float]]:
     """Marginal set advantages [G, N], and the mean set value of the batch (``set_score``). A group no larger than
     ``set_size`` (an evaluation with fewer generations) is a single set: its advantages are 0."""
     advantages, set_values = marginal_set_advantages(
@@ -56,10 +111,11 @@ def set_advantage(batch: SetBatch, settings: Any) -> tuple[torch.Tensor, dict[st
         objective=settings.set_objective,
         reduction=settings.set_reduction,
         gate=settings.diversity_gate,
-        degenerate_cluster_id=settings.degenerate_cluster_id,
+        degenerate_cluster_id=batch.degenerate_cluster_id,
         estimator=settings.set_estimator,
         num_sampled_sets=settings.num_sampled_sets,
         max_enumerated_sets=settings.max_enumerated_sets,
         return_baseline=True,
+        correct_reward_threshold=batch.correct_reward_threshold,
     )
     return advantages, {"set_score": torch.nanmean(set_values).item()}

@@ -10,9 +10,10 @@ from typing import Any
 from trl import GRPOConfig
 from trl.trainer.utils import get_config_model_id
 
-from ..advantages import BUILTIN_OBJECTIVES, DEGENERATE_CLUSTER_ID, ESTIMATORS, OBJECTIVES, REDUCTIONS, SCALINGS
+from ..advantages import DEGENERATE_CLUSTER_ID, SCALINGS
 from ..judges.settings import USE_FIELD, JudgeSettings
 from ..judges.specs import JudgeSpec
+from ..methods import METHODS, DiversitySettings, Method, SetSettings, setting_owners
 from ..recipe import check_field_types
 
 logger = logging.getLogger(__name__)
@@ -21,37 +22,15 @@ DEFAULT_JUDGE = "answer"  # what a trainer built without args judges with: the f
 
 
 @dataclass
-class PolyEPOSettings(JudgeSettings):
-    """What Poly-EPO adds to a GRPO configuration: the set-RL settings, the judge settings (``JudgeSettings``, shared
-    with ``poly-epo eval``), the colocated vLLM engine's extras and preemption. ``PolyEPOConfig`` is GRPOConfig plus
-    these fields; a trainer given a plain ``GRPOConfig`` takes them as keyword arguments
-    (``PolyEPOTrainer(..., args=GRPOConfig(...), set_size=4, judge="answer")``) and builds them with ``for_grpo``."""
+class PolyEPOSettings(JudgeSettings, SetSettings, DiversitySettings):
+    """What Poly-EPO adds to a GRPO configuration: the built-in methods' own settings (``methods.SetSettings``,
+    Poly-EPO's sets; ``methods.DiversitySettings``, a bonus's weight), the run's degenerate id and correctness
+    threshold, the judge settings (``JudgeSettings``, shared with ``poly-epo eval``), the colocated vLLM engine's
+    extras and preemption. ``PolyEPOConfig`` is GRPOConfig plus these fields; a trainer given a plain ``GRPOConfig``
+    takes them as keyword arguments (``PolyEPOTrainer(..., args=GRPOConfig(...), set_size=4, judge="answer")``) and
+    builds them with ``for_grpo``. The built-in methods' settings live on every config, whatever the method, so the
+    paper's recipes differ in their ``trainer:`` line only; a method of one's own keeps its settings to itself."""
 
-    set_size: int = field(
-        default=4, metadata={"help": "Set size n; sets are all C(N, n) subsets of a group. Paper: 4."}
-    )
-    set_objective: str = field(
-        default="polychromic",
-        metadata={
-            "help": "Set objective f: 'polychromic' (mean reward x distinct strategies / n), 'pass_at_n' (max "
-            "reward), 'mean' (mean reward), or 'package.module:function' for your own f(rewards, cluster_ids). "
-            "Paper: polychromic.",
-        },
-    )
-    set_reduction: str = field(
-        default="mean",
-        metadata={
-            "help": "'mean': average set advantage over the sets containing a rollout (the authors' code); 'sum': "
-            "the paper's text (mean x C(N-1, n-1)). Paper: mean (code), sum (text).",
-        },
-    )
-    diversity_gate: bool = field(
-        default=False,
-        metadata={
-            "help": "Polychromic only: score sets with a single strategy 0 (the paper's 1[|U| > 1]). "
-            "Paper: false (code), true (text).",
-        },
-    )
     degenerate_cluster_id: int = field(
         default=DEGENERATE_CLUSTER_ID,
         metadata={
@@ -59,19 +38,13 @@ class PolyEPOSettings(JudgeSettings):
             "Paper: 100.",
         },
     )
-    set_estimator: str = field(
-        default="auto",
-        metadata={"help": "'auto', 'closed_form' (built-in objectives), 'enumerate' or 'sample'."},
-    )
-    num_sampled_sets: int | None = field(
-        default=None, metadata={"help": "Random sets per group for the 'sample' estimator (default 4096)."}
-    )
-    max_enumerated_sets: int = field(
-        default=100_000, metadata={"help": "Largest C(N, n) that 'enumerate' (and 'auto') will enumerate per group."}
-    )
+
     correct_reward_threshold: float = field(
         default=1.0,
-        metadata={"help": "A rollout counts as correct for the diversity metrics when its reward is at least this."},
+        metadata={
+            "help": "A rollout counts as correct when its reward is at least this: for the diversity metrics, and for "
+            "the methods and set objectives that read it (batch.correct_reward_threshold: pass_at_k, novelty)."
+        },
     )
 
     judge_audit_fraction: float = field(
@@ -81,11 +54,6 @@ class PolyEPOSettings(JudgeSettings):
             "cluster ids, strategies, judge, fallback and cause, seconds, step; `poly-epo judge-agreement "
             "--judged_groups` reads it): 1 every group, 0 none; in between, the same groups on every run and resume."
         },
-    )
-
-    diversity_coef: float = field(
-        default=0.5,
-        metadata={"help": "GRPO+DIV baseline only: lambda in reward + lambda (N / |cluster(y)| - 1) / (N - 1)."},
     )
 
     # vLLM generation (colocate mode): what TRL's engine does not expose
@@ -121,29 +89,10 @@ class PolyEPOSettings(JudgeSettings):
         """ValueError naming the field, the value and what to set, for a setting of its own out of range (None
         included, where the field takes no None)."""
         check_field_types(self, settings_names(), none_allowed=False)
-        if self.set_objective not in BUILTIN_OBJECTIVES:
-            OBJECTIVES.get(self.set_objective)  # ValueError naming what can be named
-        if self.set_size < 1:
-            raise ValueError(f"set_size={self.set_size}: a set holds at least 1 rollout (the paper's n is 4).")
+        SetSettings.check(self)
+        DiversitySettings.check(self)
         if self.vllm_dtype not in VLLM_DTYPES:
             raise ValueError(f"vllm_dtype={self.vllm_dtype!r}: use one of {VLLM_DTYPES}.")
-        if self.set_reduction not in REDUCTIONS:
-            raise ValueError(f"set_reduction must be one of {REDUCTIONS}, got {self.set_reduction!r}.")
-        if self.set_estimator not in ESTIMATORS:
-            raise ValueError(f"set_estimator must be one of {ESTIMATORS}, got {self.set_estimator!r}.")
-        if self.set_estimator == "closed_form" and self.set_objective not in BUILTIN_OBJECTIVES:
-            raise ValueError(
-                "set_estimator='closed_form' exists for the built-in objectives only: use 'auto', 'enumerate' or "
-                "'sample' with a custom set_objective."
-            )
-        if self.diversity_gate and self.set_objective != "polychromic":
-            raise ValueError("diversity_gate applies to set_objective='polychromic' only: drop it.")
-        if self.num_sampled_sets is not None and self.num_sampled_sets < 1:
-            raise ValueError(f"num_sampled_sets must be positive, got {self.num_sampled_sets}.")
-        if self.max_enumerated_sets < 1:
-            raise ValueError(f"max_enumerated_sets must be positive, got {self.max_enumerated_sets}.")
-        if self.diversity_coef < 0:
-            raise ValueError(f"diversity_coef must be non-negative, got {self.diversity_coef}.")
         if not 0 <= self.judge_audit_fraction <= 1:
             raise ValueError(
                 f"judge_audit_fraction={self.judge_audit_fraction}: the share of judged groups to write must be "
@@ -275,17 +224,38 @@ def settings_names() -> frozenset[str]:
     return frozenset(f.name for f in fields(PolyEPOSettings))
 
 
-# The settings only an advantage method reads: one its method does not read is said to be unused, never refused
-METHOD_SETTINGS = (
-    "set_size",
-    "set_objective",
-    "set_reduction",
-    "diversity_gate",
-    "set_estimator",
-    "num_sampled_sets",
-    "max_enumerated_sets",
-    "diversity_coef",
-)
+def builtin_method_settings() -> tuple[str, ...]:
+    """The registered methods' settings that every config carries (the built-in methods'): one the run's method
+    does not read is said to be unused, never refused, so the paper's recipes differ in their ``trainer:`` only."""
+    return tuple(name for name in setting_owners() if name in settings_names())
+
+
+def own_settings(method: Method) -> frozenset[str]:
+    """The settings ``method`` owns that no config carries: recipe keys and trainer keywords of its runs only."""
+    return frozenset(f.name for f in method.setting_fields()) - settings_names()
+
+
+def settings_owned_elsewhere(method: Method) -> dict[str, list[str]]:
+    """The settings other registered methods own that no config carries, each with its owners: ``method``'s run
+    refuses them, naming those."""
+    mine = own_settings(method)
+    return {
+        name: owners for name, owners in setting_owners().items() if name not in settings_names() and name not in mine
+    }
+
+
+def method_values(trainer: str, method: Method, config: Any, given: dict[str, Any]) -> dict[str, Any]:
+    """The values of ``method``'s own settings (``own_settings``) of a run: the fields of a ``GRPOConfig`` subclass
+    named as them, then the keyword arguments ``given``; TypeError where the two give one setting two values."""
+    declared = {name: getattr(config, name) for name in own_settings(method) if hasattr(config, name)}
+    clash = sorted(name for name in declared.keys() & given.keys() if declared[name] != given[name])
+    if clash:
+        name = clash[0]
+        raise TypeError(
+            f"{trainer} got {name}={given[name]!r} as a keyword, and {type(config).__name__}.{name}="
+            f"{declared[name]!r}: give each setting once (a field of your config, or a keyword)."
+        )
+    return {**declared, **given}
 
 
 def settings_of_config(trainer: str, config: GRPOConfig, values: dict[str, Any], judge: Any) -> dict[str, Any]:
@@ -308,25 +278,29 @@ def settings_of_config(trainer: str, config: GRPOConfig, values: dict[str, Any],
 
 
 def changed_settings(config: PolyEPOSettings) -> dict[str, Any]:
-    """The method settings ``config`` sets to other than their defaults."""
+    """The built-in methods' settings ``config`` sets to other than their defaults."""
     defaults = PolyEPOSettings.__dataclass_fields__
-    return {name: getattr(config, name) for name in METHOD_SETTINGS if getattr(config, name) != defaults[name].default}
+    return {
+        name: getattr(config, name)
+        for name in builtin_method_settings()
+        if getattr(config, name) != defaults[name].default
+    }
 
 
 def say_unused(trainer: str, method: Any, given: dict[str, Any]) -> None:
-    """Say once, in the log, each method setting in ``given`` that ``method`` (a ``methods.Method``) does not read:
-    it does nothing, and is no reason to refuse the run."""
+    """Say once, in the log, each built-in method's setting in ``given`` that ``method`` (a ``methods.Method``) does
+    not read: it does nothing, and is no reason to refuse the run."""
     uses = getattr(method, "uses", None)
     if uses is None:
         return
-    unused = [name for name in METHOD_SETTINGS if name in given and name not in uses]
+    unused = [name for name in builtin_method_settings() if name in given and name not in uses]
     if unused:
         logger.warning(
             "%s (method %r): %s unused: the method reads %s.",
             trainer,
             method.name,
             ", ".join(f"{name}={given[name]!r} is" for name in unused),
-            ", ".join(uses) if uses else "none of the method settings",
+            ", ".join(uses) if uses else "no settings of its own",
         )
 
 
@@ -423,28 +397,39 @@ class PolyEPOConfig(PolyEPOSettings, GRPOConfig):
 
 
 def options_table() -> str:
-    """The README's table of what PolyEPOConfig adds to GRPOConfig: its own fields, the judge settings
-    (``JudgeSettings``) and the GRPOConfig defaults it changes, each with its type, default, the paper's value (the
-    authors' code where it differs from the text: the help's closing ``Paper: <value>.``) and what it does, from the
-    fields' own help."""
+    """The options page's tables: what PolyEPOConfig adds to GRPOConfig (the run's own fields, the judge settings of
+    ``JudgeSettings`` and the GRPOConfig defaults it changes), then each built-in method's own settings under the
+    method; each option with its type, default, the paper's value (the authors' code where it differs from the text:
+    the help's closing ``Paper: <value>.``) and what it does, from the fields' own help."""
+    owned = set(builtin_method_settings())
     own = {
         **JudgeSettings.__annotations__,
         **PolyEPOSettings.__annotations__,
         **PolyEPOConfig.__annotations__,
     }  # types as written, not as parsed
-    defaults = PolyEPOConfig.__dataclass_fields__
-    lines = ["| option | type | default | paper | what it does |", "| --- | --- | --- | --- | --- |"]
-    for name, spec in defaults.items():
-        if name not in own:
+    run = [(name, own[name], spec) for name, spec in PolyEPOConfig.__dataclass_fields__.items() if name in own]
+    sections = [option_rows([row for row in run if row[0] not in owned])]
+    for name in METHODS.names():
+        method = METHODS.get(name)
+        if method.settings is None or not method.settings.__module__.startswith(f"{__package__.split('.')[0]}."):
             continue
+        written = method.settings.__annotations__
+        rows = [(f.name, written[f.name], f) for f in method.setting_fields()]
+        sections.append(f"### `{name}` ({method.label})\n\n`{method.settings.__name__}`:\n\n" + option_rows(rows))
+    return "\n\n".join(sections)
+
+
+def option_rows(rows: list[tuple[str, Any, Any]]) -> str:
+    """A markdown table of options: (name, type as written, dataclass field) each."""
+    lines = ["| option | type | default | paper | what it does |", "| --- | --- | --- | --- | --- |"]
+    for name, written, spec in rows:
         default = spec.default_factory() if spec.default_factory is not MISSING else spec.default
         what, _, paper = spec.metadata["help"].partition(" Paper: ")
-        paper = paper.removesuffix(".")
         cells = [
             f"`{name}`",
-            f"`{own[name]}`".replace("|", "\\|"),
+            f"`{written}`".replace("|", "\\|"),
             f"`{default!r}`".replace("|", "\\|"),
-            paper,
+            paper.removesuffix("."),
             what.replace("|", "\\|"),
         ]
         lines.append("| " + " | ".join(cells) + " |")

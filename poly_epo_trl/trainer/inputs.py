@@ -17,9 +17,16 @@ from ..rewards.checks import missing_columns
 OWN_KEYWORDS = ("judge", "method", "check_judge")  # PolyEPOTrainer's own, beside GRPOTrainer's and the settings
 
 
-def check_keywords(trainer: str, kwargs: dict[str, Any], settings: frozenset[str]) -> None:
-    """TypeError for a keyword argument neither GRPOTrainer nor the Poly-EPO ``settings`` take: a GRPO setting is
-    pointed to ``args=GRPOConfig(...)``, a misspelling gets the name meant."""
+def check_keywords(
+    trainer: str,
+    kwargs: dict[str, Any],
+    settings: frozenset[str],
+    elsewhere: dict[str, list[str]] | None = None,
+    method: str = "",
+) -> None:
+    """TypeError for a keyword argument neither GRPOTrainer nor the ``settings`` take: a GRPO setting is pointed to
+    ``args=GRPOConfig(...)``, another method's setting (``elsewhere``: name -> its methods) names that method and
+    the run's (``method``), a misspelling gets the name meant."""
     accepted = set(inspect.signature(GRPOTrainer.__init__).parameters) | settings | set(OWN_KEYWORDS)
     for name in kwargs:
         if name in accepted:
@@ -28,6 +35,12 @@ def check_keywords(trainer: str, kwargs: dict[str, Any], settings: frozenset[str
             raise TypeError(
                 f"{trainer} got {name}={kwargs[name]!r}: {name} is a GRPO setting; set it on the config, "
                 f"args=GRPOConfig(..., {name}={kwargs[name]!r}) (or PolyEPOConfig)."
+            )
+        if elsewhere and name in elsewhere:
+            owners = " or ".join(repr(owner) for owner in elsewhere[name])
+            raise TypeError(
+                f"{trainer} got {name}={kwargs[name]!r}: {name} is a setting of method {owners}, and this run trains "
+                f"with {method!r}. Drop it, or train with method={elsewhere[name][0]!r}."
             )
         close = difflib.get_close_matches(name, sorted(accepted), n=1)
         hint = f" Did you mean {close[0]!r}?" if close else ""

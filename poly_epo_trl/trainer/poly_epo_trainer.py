@@ -36,7 +36,7 @@ from ..judges.prompts import describe_tools
 from ..methods import Method, MethodResult, apply_method, get_method
 from ..rewards.checks import checked_reward
 from . import step as steps
-from .config import settings_names, trainer_config
+from .config import method_values, own_settings, settings_names, settings_owned_elsewhere, trainer_config
 from .engines import save_config_beside_shards
 from .inputs import check_keywords, check_reward_columns, checked_dataset
 from .judging import GroupJudging
@@ -75,10 +75,14 @@ class PolyEPOTrainer(GRPOTrainer):
     def __init__(self, *args: Any, judge: Any = None, method: Any = None, check_judge: bool = True, **kwargs: Any):
         name = type(self).__name__
         self.method: Method = self.chosen_method(method)
-        check_keywords(name, kwargs, settings_names())
+        own = own_settings(self.method)
+        check_keywords(name, kwargs, settings_names() | own, settings_owned_elsewhere(self.method), self.method.name)
         values = {key: kwargs.pop(key) for key in settings_names() & set(kwargs)}
+        given = {key: kwargs.pop(key) for key in own & set(kwargs)}
         arguments = grpo_arguments(args, kwargs)
         config, self.settings = trainer_config(name, self.output_suffix(), arguments, judge, values, self.method)
+        given = method_values(name, self.method, config, given)
+        self.method_settings = self.method.make_settings(given, self.settings)  # what the method is given
         self.check_inputs(arguments)
         pipeline = self.judge_pipeline(judge, arguments, check_judge) if self.method.needs_judge else None
         self._name = self.method.label or self.method.name
@@ -201,7 +205,7 @@ class PolyEPOTrainer(GRPOTrainer):
         self.reward_funcs.append(_bonus_placeholder)
         self.reward_func_names.append(self.method.column)
         self.reward_processing_classes.append(None)
-        weight = torch.tensor([self.method.bonus_weight(self.settings)], dtype=self.reward_weights.dtype)
+        weight = torch.tensor([self.method.bonus_weight(self.method_settings)], dtype=self.reward_weights.dtype)
         self.reward_weights = torch.cat([self.reward_weights, weight.to(self.reward_weights.device)])
 
     def log_metric(self, mode: str, name: str, value: float) -> None:
@@ -297,19 +301,21 @@ class PolyEPOTrainer(GRPOTrainer):
             batch = self.judging.judged_batch(self.step, host[:, :columns], weights, prompts, completions)
         else:
             batch = steps.set_batch(self.step, host[:, :columns], weights, *steps.gather_texts(prompts, completions))
+        batch.degenerate_cluster_id = self.settings.degenerate_cluster_id  # the run's, which every method may read
+        batch.correct_reward_threshold = self.settings.correct_reward_threshold
         began = time.perf_counter()
-        result = apply_method(self.method, batch, self.settings, self.args.scale_rewards, self.method_state)
+        result = apply_method(self.method, batch, self.method_settings, self.args.scale_rewards, self.method_state)
         self.log_metric(mode, "time/advantage", time.perf_counter() - began)
-        rewards = self.take(result, batch, rewards)
+        rewards = self.deliver(result, batch, rewards)
         if self.judging is not None:
-            self.judging.show(batch, len(prompts), self.state.global_step)
+            self.judging.record_verdicts(batch, len(prompts), self.state.global_step)
         return rewards
 
-    def take(self, result: MethodResult, batch: SetBatch, rewards: torch.Tensor) -> torch.Tensor:
+    def deliver(self, result: MethodResult, batch: SetBatch, rewards: torch.Tensor) -> torch.Tensor:
         """The method's result where TRL reads it: advantages for seam 3, or the bonus column of ``rewards`` (on the
         device, not read); its metrics logged; the batch kept as the step's."""
         for name, value in result.metrics.items():
-            self.log_metric(batch.mode, f"poly_epo/{name}", value)
+            self.log_metric(batch.mode, f"{self.method.name}/{name}", value)
         if result.advantages is not None:
             batch.advantages = result.advantages
             self.step.advantages = result.advantages.flatten()
@@ -348,9 +354,9 @@ class PolyEPOTrainer(GRPOTrainer):
     def card_section(self) -> str:
         """The model card's account of the run: the method, the judge, the group and set sizes, the GRPO loss, the
         paper."""
-        args, settings = self.args, self.settings
+        args = self.args
         judge = [self.judging.card_line(args.num_generations)] if self.judging else []
-        method = self.method.card_line(settings)
+        method = self.method.card_line(self.method_settings)
         paper = self._paper
         return "\n".join(
             [
@@ -406,5 +412,8 @@ class DrGRPOTrainer(PolyEPOTrainer):
 
 
 def _bonus_placeholder(prompts: list, **kwargs: Any) -> list[None]:
-    """Stands in the reward list for a bonus method's column, which it fills in from the (judged) groups."""
+    """Stands in the reward list for a bonus method's column, which ``deliver`` fills in from the judged groups of
+    every process. TRL 1.16 keeps one reward function per column (it zips the functions with their names strictly)
+    and calls them on each process's own rows, before the groups are gathered and judged: the column's function can
+    only leave it unscored."""
     return [None] * len(prompts)
