@@ -248,6 +248,12 @@ def method_values(trainer: str, method: Method, config: Any, given: dict[str, An
     """The values of ``method``'s own settings (``own_settings``) of a run: the fields of a ``GRPOConfig`` subclass
     named as them, then the keyword arguments ``given``; TypeError where the two give one setting two values."""
     declared = {name: getattr(config, name) for name in own_settings(method) if hasattr(config, name)}
+    check_given_once(trainer, config, declared, given)
+    return {**declared, **given}
+
+
+def check_given_once(trainer: str, config: Any, declared: dict[str, Any], given: dict[str, Any]) -> None:
+    """TypeError where a field of ``config`` (``declared``) and a keyword (``given``) give one setting two values."""
     clash = sorted(name for name in declared.keys() & given.keys() if declared[name] != given[name])
     if clash:
         name = clash[0]
@@ -255,7 +261,6 @@ def method_values(trainer: str, method: Method, config: Any, given: dict[str, An
             f"{trainer} got {name}={given[name]!r} as a keyword, and {type(config).__name__}.{name}="
             f"{declared[name]!r}: give each setting once (a field of your config, or a keyword)."
         )
-    return {**declared, **given}
 
 
 def settings_of_config(trainer: str, config: GRPOConfig, values: dict[str, Any], judge: Any) -> dict[str, Any]:
@@ -265,13 +270,7 @@ def settings_of_config(trainer: str, config: GRPOConfig, values: dict[str, Any],
     names = settings_names() & {f.name for f in fields(config)}
     declared = {name: getattr(config, name) for name in names}
     given = {**values, **({"judge": judge} if judge is not None and "judge" in declared else {})}
-    clash = sorted(name for name in declared.keys() & given.keys() if declared[name] != given[name])
-    if clash:
-        name = clash[0]
-        raise TypeError(
-            f"{trainer} got {name}={given[name]!r} as a keyword, and {type(config).__name__}.{name}="
-            f"{declared[name]!r}: give each setting once (a field of your config, or a keyword)."
-        )
+    check_given_once(trainer, config, declared, given)
     if judge is not None:
         declared.pop("judge", None)  # the judge= object is the judge; the field said the same
     return {**declared, **values}
