@@ -125,6 +125,11 @@ class TestWorkarounds:
     def test_weight_sync_into_the_cpu_engine_needs_the_workaround(self, tmp_path):
         """Without keep_linear_weights (here: the plugin left out by VLLM_PLUGINS), TRL's colocate sync cannot load."""
         result = run_helper(tmp_path, "unpatched", env={**engine_env(), "VLLM_PLUGINS": ""})
+        if result["weight_kept"] and result["onednn"]:
+            pytest.skip(
+                f"vLLM computes this CPU's linear layers with torch's linear, keeping the weights, because "
+                f"{result['onednn']}: nothing for the workaround to do here"
+            )
         assert result["raised"] and "Attempted to load weight" in result["raised"], result
 
     def test_seeded_sampling_with_chunked_prefill_needs_the_workaround(self, tmp_path):
@@ -455,10 +460,12 @@ class TestJudgeOnVllmServe:
 
     @pytest.mark.parametrize("structured", ["json_schema", "structured_outputs"])
     def test_lm_judge_on_vllm_serve_answers_in_the_schema(self, judge_server, structured):
-        from poly_epo_trl.judges import JudgeSpec, LMOptions, ServerOptions
+        from poly_epo_trl.judges import JudgeSpec, LMOptions, RetryPolicy, ServerOptions
 
         server = ServerOptions(f"{judge_server.url}/v1", extra_body={"chat_template_kwargs": {"custom": True}})
-        options = LMOptions(max_tokens=160, structured_output=structured)
+        # two requests wait behind the server's two slots: on a loaded CPU that can pass the default 120 s, which
+        # would say the CPU is busy, not that the answers missed the schema
+        options = LMOptions(max_tokens=160, structured_output=structured, retry=RetryPolicy(timeout=600))
         judge = JudgeSpec.parse("openai", fallback="distinct", server=server, lm=options).build()
         groups = [(f"{PROBLEM} (#{g})", COMPLETIONS) for g in range(4)]  # more groups than the server's 2 slots
         results = judge.judge_groups(groups)
@@ -472,7 +479,8 @@ class TestJudgeOnVllmServe:
         """kill -9 of the server and its engine, then a restart on the same port: the groups in flight are judged."""
         from poly_epo_trl.judges import JudgeSpec, LMOptions, RetryPolicy, ServerOptions
 
-        options = LMOptions(max_tokens=160, retry=RetryPolicy(timeout=120, budget=300))
+        # a restarted engine on a loaded CPU: minutes before it answers, so the group keeps retrying that long
+        options = LMOptions(max_tokens=160, retry=RetryPolicy(timeout=300, budget=600))
         server = ServerOptions(f"{judge_server.url}/v1")
         judge = JudgeSpec.parse("openai", fallback="distinct", server=server, lm=options).build()
         assert judge.judge_groups([(PROBLEM, COMPLETIONS)])[0].fallback is None
@@ -484,7 +492,7 @@ class TestJudgeOnVllmServe:
         worker.start()
         time.sleep(3)
         judge_server.start()
-        worker.join(300)
+        worker.join(600)
         assert all(r.fallback is None for r in outcome["results"]), [r.cause for r in outcome["results"]]
         stats = judge.pop_stats()
         assert stats["connect_errors"] >= 1 and judge.judge.breaker.state == "closed"

@@ -14,7 +14,8 @@ Under ``accelerate launch`` with several processes (each with its own colocated 
 first (``save-model``); each process writes ``result_rank<r>.json``, with the engine that wrapped the model.
 
 ``python vllm_colocate_run.py <out_dir> unpatched`` builds the engine as TRL does but without
-``vllm_cpu.keep_linear_weights`` and writes what loading one weight into it raised (``{"raised": ...}``)."""
+``vllm_cpu.keep_linear_weights`` and writes what loading one weight into it raised (``{"raised": ...}``), whether the
+engine kept that layer's weight, and why vLLM's oneDNN GEMM is not used on this CPU (None where it is)."""
 
 from __future__ import annotations
 
@@ -114,14 +115,27 @@ def load_weight_unpatched(out: Path) -> None:
         enforce_eager=True,
     )
     weight = AutoModelForCausalLM.from_pretrained(model_dir).model.layers[0].self_attn.o_proj.weight
+    model = llm.llm_engine.model_executor.driver_worker.model_runner.model
+    kept = model.model.layers[0].self_attn.o_proj.weight.numel() > 0  # vLLM's torch-linear fallback keeps it
     try:
-        llm.llm_engine.model_executor.driver_worker.model_runner.model.load_weights(
-            [("model.layers.0.self_attn.o_proj.weight", weight.detach())]
-        )
+        model.load_weights([("model.layers.0.self_attn.o_proj.weight", weight.detach())])
         raised = None
     except Exception as error:
         raised = f"{type(error).__name__}: {error}"
-    (out / "result.json").write_text(json.dumps({"raised": raised}))
+    (out / "result.json").write_text(json.dumps({"raised": raised, "weight_kept": kept, "onednn": onednn_on(weight)}))
+
+
+def onednn_on(weight: torch.Tensor) -> str | None:
+    """Why vLLM's oneDNN GEMM is not used on this CPU (what creating one raised), or None where it is."""
+    from vllm import _custom_ops as ops
+
+    if not ops._supports_onednn:
+        return "this vLLM build has no oneDNN kernels"
+    try:
+        ops.create_onednn_mm(weight.detach().t(), 32)
+    except RuntimeError as error:
+        return f"creating a oneDNN matmul raised {error}"
+    return None
 
 
 def main(out: Path, trainer_name: str, lora: bool, vllm_dtype: str, server_port: int | None) -> None:
