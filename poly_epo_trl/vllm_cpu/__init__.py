@@ -14,7 +14,8 @@ trainer calls ``keep_linear_weights`` only when vLLM's platform is the CPU. Each
 3. **Weight sync.** vLLM's CPU linear layers pack their weights into oneDNN / sgl-kernel handles and drop the
    ``weight`` parameter, so TRL's colocate weight sync (``model.load_weights``) fails (``'Parameter' object has no
    attribute 'weight_loader'``) and the lm_head keeps computing from its stale packed copy. ``keep_linear_weights``
-   makes them compute with ``torch.nn.functional.linear`` on the parameter itself, which a sync updates.
+   makes them compute with ``torch.nn.functional.linear`` on the parameter itself, which a sync updates. (On a CPU
+   where oneDNN cannot build the engine's bfloat16 matmul, without AVX-512 BF16, vLLM falls back to that itself.)
 4. **Server-mode weight sync.** TRL streams weights to ``trl vllm-serve`` over vLLM's NCCL weight-transfer engine,
    which needs CUDA (``VLLMClient.init_communicator`` raises on a CPU device). ``client.FileSyncVLLMClient`` writes
    them to a safetensors file instead and asks the server's workers to ``reload_weights`` from it (vLLM's dev-mode

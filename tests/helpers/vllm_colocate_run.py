@@ -116,25 +116,28 @@ def load_weight_unpatched(out: Path) -> None:
     )
     weight = AutoModelForCausalLM.from_pretrained(model_dir).model.layers[0].self_attn.o_proj.weight
     model = llm.llm_engine.model_executor.driver_worker.model_runner.model
-    kept = model.model.layers[0].self_attn.o_proj.weight.numel() > 0  # vLLM's torch-linear fallback keeps it
+    engine_weight = model.model.layers[0].self_attn.o_proj.weight
+    kept = engine_weight.numel() > 0  # vLLM's torch-linear fallback keeps it
+    onednn = onednn_on(engine_weight.detach().clone()) if kept else None
     try:
         model.load_weights([("model.layers.0.self_attn.o_proj.weight", weight.detach())])
         raised = None
     except Exception as error:
         raised = f"{type(error).__name__}: {error}"
-    (out / "result.json").write_text(json.dumps({"raised": raised, "weight_kept": kept, "onednn": onednn_on(weight)}))
+    (out / "result.json").write_text(json.dumps({"raised": raised, "weight_kept": kept, "onednn": onednn}))
 
 
 def onednn_on(weight: torch.Tensor) -> str | None:
-    """Why vLLM's oneDNN GEMM is not used on this CPU (what creating one raised), or None where it is."""
+    """Why vLLM's oneDNN GEMM does not take ``weight`` (the engine's, in the engine's dtype) on this CPU (what
+    creating one raised), or None where it does."""
     from vllm import _custom_ops as ops
 
     if not ops._supports_onednn:
         return "this vLLM build has no oneDNN kernels"
     try:
-        ops.create_onednn_mm(weight.detach().t(), 32)
+        ops.create_onednn_mm(weight.t(), 32)
     except RuntimeError as error:
-        return f"creating a oneDNN matmul raised {error}"
+        return f"creating a {weight.dtype} oneDNN matmul raised '{str(error).split('. ')[0]}'"
     return None
 
 
