@@ -125,7 +125,7 @@ class TestWorkarounds:
     def test_weight_sync_into_the_cpu_engine_needs_the_workaround(self, tmp_path):
         """Without keep_linear_weights (here: the plugin left out by VLLM_PLUGINS), TRL's colocate sync cannot load."""
         result = run_helper(tmp_path, "unpatched", env={**engine_env(), "VLLM_PLUGINS": ""})
-        if result["weight_kept"] and result["onednn"]:
+        if result["onednn"]:  # set only where the engine kept the weight
             pytest.skip(
                 f"vLLM computes this CPU's linear layers with torch's linear, keeping the weights, because "
                 f"{result['onednn']}: nothing for the workaround to do here"

@@ -15,7 +15,8 @@ first (``save-model``); each process writes ``result_rank<r>.json``, with the en
 
 ``python vllm_colocate_run.py <out_dir> unpatched`` builds the engine as TRL does but without
 ``vllm_cpu.keep_linear_weights`` and writes what loading one weight into it raised (``{"raised": ...}``), whether the
-engine kept that layer's weight, and why vLLM's oneDNN GEMM is not used on this CPU (None where it is)."""
+engine kept that layer's weight, and, where it did, why vLLM's oneDNN GEMM does not take it (None where the engine
+dropped the weight, or where oneDNN would take it)."""
 
 from __future__ import annotations
 
