@@ -36,6 +36,7 @@ import multiprocessing
 import os
 import platform
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -134,8 +135,9 @@ def recipe(method: str, seed: int, s: Settings, start: str, out: Path) -> list[s
     --set_size {s.set_size} --diversity_coef {s.diversity_coef} --learning_rate {s.learning_rate}
     --dataset_test_split {s.held_out} --temperature {s.temperature}
     --lr_scheduler_type constant --eval_steps {s.curve_every} --eval_num_samples {s.curve_samples}
-    --eval_at_start true --logging_steps {max(s.steps // 4, 1)} --report_to none --save_strategy no
-    --disable_tqdm true --log_level error --activation_checkpointing false""".split()
+    --eval_at_start true --logging_steps {max(s.steps // 4, 1)} --report_to none --save_strategy steps
+    --save_steps {s.curve_every} --save_total_limit 1 --disable_tqdm true --log_level error
+    --activation_checkpointing false""".split()
     if s.max_prompts:
         argv += ["--max_train_samples", str(s.max_prompts), "--eval_max_problems", str(s.max_prompts)]
     argv += ["--bf16", "true"] if on_gpu() else ["--use_cpu", "true", "--bf16", "false"]
@@ -189,36 +191,64 @@ def held_out_final(trainer: Any, parts: Any, parsed: tuple, s: Settings, seed: i
 
 
 def train_one(method: str, seed: int, s: Settings, start: str, out: Path) -> dict[str, Any]:
-    """One run (in a worker process): trained through ``train``, its held-out curve from its log history, and the
-    final held-out evaluation (``s.eval_samples`` per prompt, the sampling seed the training seed)."""
+    """One run (in a worker process): trained through ``train``, its held-out curve from its log history, then the
+    final held-out evaluation of the saved model (``s.eval_samples`` per prompt, the sampling seed the training
+    seed). Resumable at every stage: the run saves a checkpoint at each curve point (``train`` resumes from the last
+    one, exactly), and its training record is kept (``DIR/kept/M-seedS.trained.json``) before the final evaluation,
+    so a run killed there is evaluated again, not trained again."""
     from poly_epo_trl.commands import train
 
-    parsed, parts = assembled(recipe(method, seed, s, start, out), s)
+    argv = recipe(method, seed, s, start, out)
+    folder = out / "runs" / f"{method}-seed{seed}"
+    trained_path = out / "kept" / f"{method}-seed{seed}.trained.json"
+    trained = kept(trained_path, run_key(s, start, seed))
+    if trained is None:
+        parsed, parts = assembled(argv, s)
+        resumed_from = last_step(folder)
+        began = time.perf_counter()
+        trainer = train.run(*parsed, parts, print_logs=False)
+        seconds = time.perf_counter() - began
+        history = trainer.state.log_history if trainer is not None else saved_history(folder, s.steps)
+        trained = {
+            "curve": [{k: log[k] for k in CURVE} for log in history if CURVE[1] in log],
+            "train_seconds": seconds,
+            "resumed_from_step": resumed_from,
+            "step_times": [log["step_time"] for log in history if "step_time" in log],
+            "step_parts": {key: [log[key] for log in history if key in log] for key in STEP_PARTS},
+        }
+        keep(trained_path, run_key(s, start, seed), trained)
+        resumed = f" (resumed from step {resumed_from})" if resumed_from else ""
+        print(f"  {LABELS.get(method, method)}, seed {seed}: {s.steps} steps in {seconds:.0f} s{resumed}", flush=True)
     began = time.perf_counter()
-    trainer = train.run(*parsed, parts, print_logs=False)
-    seconds = time.perf_counter() - began
-    history = trainer.state.log_history
-    curve = [{k: log[k] for k in CURVE} for log in history if CURVE[1] in log]
-    step_times = [log["step_time"] for log in history if "step_time" in log]
-    parts_of_step = {key: [log[key] for log in history if key in log] for key in STEP_PARTS}
-    final = held_out_final(trainer, parts, parsed, s, seed)
-    print(f"  {LABELS.get(method, method)}, seed {seed}: {s.steps} steps in {seconds:.0f} s", flush=True)
-    return {
-        "curve": curve,
-        "final": final,
-        "train_seconds": seconds,
-        "step_times": step_times,
-        "step_parts": parts_of_step,
-    }
+    final = evaluate_model(method, str(folder), s, out / "final", seed)
+    return {**trained, "final": final, "eval_seconds": time.perf_counter() - began}
 
 
-def evaluate_start(s: Settings, start: str, out: Path, seeds: list[int]) -> dict[str, Any]:
-    """The start, evaluated as every run's final model is, once per seed's sampling seed (in a worker process)."""
+def last_step(folder: Path) -> int:
+    """The step of ``folder``'s last complete checkpoint (0: none), the one ``train`` resumes from."""
+    from poly_epo_trl.trainer.resume import complete_checkpoints
+
+    complete, _ = complete_checkpoints(str(folder), 1)
+    return int(complete[-1].rsplit("-", 1)[1]) if complete else 0
+
+
+def saved_history(folder: Path, steps: int) -> list[dict[str, Any]]:
+    """The log history of a run ``train`` found finished (its last checkpoint's, which ends it)."""
+    return json.loads((folder / f"checkpoint-{steps}" / "trainer_state.json").read_text())["log_history"]
+
+
+def evaluate_model(method: str, model: str, s: Settings, out: Path, seed: int) -> dict[str, Any]:
+    """A saved model's final held-out evaluation, through the untrained trainer of ``method``'s recipe for it."""
     from poly_epo_trl.commands import train
 
-    parsed, parts = assembled(recipe("grpo", s.seeds[0], s, start, out / "start"), s)
+    parsed, parts = assembled(recipe(method, seed, s, model, out), s)
     trainer = train.make_trainer(*parsed, parts, print_logs=False)
-    return {str(seed): held_out_final(trainer, parts, parsed, s, seed) for seed in seeds}
+    return held_out_final(trainer, parts, parsed, s, seed)
+
+
+def evaluate_start(s: Settings, start: str, out: Path, seed: int) -> dict[str, Any]:
+    """The start, evaluated as every run's final model is (in a worker process), for seed ``seed``'s sampling."""
+    return evaluate_model("grpo", start, s, out / "start", seed)
 
 
 def gate(s: Settings, out: Path, temperatures: list[float]) -> dict[str, Any]:
@@ -229,14 +259,10 @@ def gate(s: Settings, out: Path, temperatures: list[float]) -> dict[str, Any]:
     context = multiprocessing.get_context("spawn")
     settings = [Settings(**{**asdict(s), "temperature": t}) for t in temperatures]
     with concurrent.futures.ProcessPoolExecutor(s.workers, mp_context=context, initializer=die_with_parent) as pool:
-        finals = list(
-            pool.map(
-                evaluate_start, settings, [start] * len(settings), [out] * len(settings), [s.seeds[:1]] * len(settings)
-            )
-        )
+        n = len(settings)
+        finals = list(pool.map(evaluate_start, settings, [start] * n, [out] * n, [s.seeds[0]] * n))
     result = {"settings": asdict(s), "start_model": start, "hardware": hardware(), "temperatures": {}}
-    for t, one, final in zip(temperatures, settings, finals, strict=True):
-        summary = next(iter(final.values()))
+    for t, one, summary in zip(temperatures, settings, finals, strict=True):
         if t == s.temperature:  # the comparison's own start evaluation: kept for it
             keep(out / "kept" / f"start-seed{s.seeds[0]}.json", run_key(one, start, s.seeds[0]), summary)
         result["temperatures"][str(t)] = summary
@@ -270,14 +296,25 @@ def run_key(s: Settings, start: str, seed: int | None = None) -> dict[str, Any]:
     return {**shaping, "start": start, "seed": seed}
 
 
-def invocations(out: Path, seconds: float, kept_any: bool) -> float:
-    """This invocation's seconds added to those of the earlier ones whose runs it kept (``DIR/kept/seconds.json``):
-    the comparison's time in all."""
-    path = out / "kept" / "seconds.json"
-    earlier = json.loads(path.read_text()) if path.is_file() and kept_any else []
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps([*earlier, seconds]))
-    return sum(earlier) + seconds
+class Clock:
+    """The comparison's time in all: this invocation's seconds after those of the earlier invocations whose pieces
+    it kept (``DIR/kept/seconds.json``), written each time a piece is kept, so an invocation killed later counts up to
+    its last kept piece (what it lost is done again, and counted then)."""
+
+    def __init__(self, out: Path) -> None:
+        self.path = out / "kept" / "seconds.json"
+        self.earlier: list[float] = json.loads(self.path.read_text()) if self.path.is_file() else []
+        self.began = time.perf_counter()
+
+    def forget_earlier(self) -> None:
+        """Nothing was kept: the earlier invocations' time was for other settings."""
+        self.earlier = []
+
+    def tick(self) -> float:
+        seconds = time.perf_counter() - self.began
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.write_text(json.dumps([*self.earlier, seconds]))
+        return sum(self.earlier) + seconds
 
 
 def die_with_parent() -> None:
@@ -290,7 +327,7 @@ def die_with_parent() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
-def run_all(s: Settings, start: str, out: Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]], int]:
+def run_all(s: Settings, start: str, out: Path, clock: Clock) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     """The start's evaluation and every (method, seed) run, ``s.workers`` processes at a time. Each finished piece
     is kept (``DIR/kept/``), so an interrupted comparison run again with the same settings starts where it
     stopped."""
@@ -306,23 +343,31 @@ def run_all(s: Settings, start: str, out: Path) -> tuple[dict[str, Any], dict[st
                 runs[m][str(seed)] = found
     todo = [(m, seed) for seed in s.seeds for m in s.methods if str(seed) not in runs[m]]
     missing = [seed for seed in s.seeds if str(seed) not in start_by_seed]
-    kept_count = sum(map(len, runs.values())) + len(start_by_seed)
-    if kept_count:
-        print(f"kept from an earlier invocation: {kept_count} of the runs and start evaluations", flush=True)
+    finished = sum(map(len, runs.values())) + len(start_by_seed)
+    trained = sum(
+        kept(folder / f"{m}-seed{seed}.trained.json", run_key(s, start, seed)) is not None for m, seed in todo
+    )
+    if finished or trained:
+        also = f", and {trained} runs trained but not yet evaluated" if trained else ""
+        print(f"kept from an earlier invocation: {finished} of the runs and start evaluations{also}", flush=True)
+    else:
+        clock.forget_earlier()
     with concurrent.futures.ProcessPoolExecutor(s.workers, mp_context=context, initializer=die_with_parent) as pool:
-        futures = {pool.submit(evaluate_start, s, start, out, missing): ("start", None)} if missing else {}
+        futures = {pool.submit(evaluate_start, s, start, out, seed): ("start", seed) for seed in missing}
         futures |= {pool.submit(train_one, m, seed, s, start, out): (m, seed) for m, seed in todo}
         for future in concurrent.futures.as_completed(futures):
             method, seed = futures[future]
             if method == "start":
-                for one, result in future.result().items():
-                    keep(folder / f"start-seed{one}.json", run_key(s, start, int(one)), result)
-                    start_by_seed[one] = result
-                continue
-            runs[method][str(seed)] = future.result()
-            keep(folder / f"{method}-seed{seed}.json", run_key(s, start, seed), runs[method][str(seed)])
+                start_by_seed[str(seed)] = future.result()
+                keep(folder / f"start-seed{seed}.json", run_key(s, start, seed), start_by_seed[str(seed)])
+            else:
+                runs[method][str(seed)] = future.result()
+                keep(folder / f"{method}-seed{seed}.json", run_key(s, start, seed), runs[method][str(seed)])
+                for checkpoint in (out / "runs" / f"{method}-seed{seed}").glob("checkpoint-*"):
+                    shutil.rmtree(checkpoint)  # only for resuming a killed run: this one is kept
+            clock.tick()
     ordered = {str(seed): start_by_seed[str(seed)] for seed in s.seeds}
-    return ordered, {m: dict(sorted(runs[m].items())) for m in s.methods}, kept_count
+    return ordered, {m: dict(sorted(runs[m].items())) for m in s.methods}
 
 
 MARGIN = 0.05  # (b) and (d): how far below a reference still counts as keeping it
@@ -600,15 +645,15 @@ def step_split(runs: dict[str, dict[str, Any]]) -> dict[str, dict[str, float]]:
 
 def compare(s: Settings, out: Path, page_path: Path | None) -> dict[str, Any]:
     """The whole comparison: the start, every run, the summaries with intervals, the targets, the figure and page."""
-    began = time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)
+    clock = Clock(out)
     start = warm_start(s, out)
     print(
         f"start: {start}; {len(s.methods)} methods x {len(s.seeds)} seeds, {s.workers} at a time, "
         f"held out: {s.held_out}, generation: {generation_backend(s)}, {hardware()}",
         flush=True,
     )
-    start_finals, runs, kept_count = run_all(s, start, out)
+    start_finals, runs = run_all(s, start, out, clock)
     result, found, _ = analysis(s, start_finals, runs)
     report = {
         "settings": asdict(s),
@@ -627,7 +672,7 @@ def compare(s: Settings, out: Path, page_path: Path | None) -> dict[str, Any]:
     speeds = out / "speeds.json"
     if speeds.is_file():
         report["speeds"] = json.loads(speeds.read_text())
-    report["seconds"] = invocations(out, time.perf_counter() - began, kept_count > 0)
+    report["seconds"] = clock.tick()
     (out / "results.json").write_text(json.dumps(report, indent=2))
     figure(report, out / "real_lm.png")
     if "targets" in report:

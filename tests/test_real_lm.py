@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import json
+import re
 import subprocess
 import sys
 import time
@@ -162,6 +163,42 @@ def test_the_benchmark_runs_end_to_end_and_writes_every_field(tmp_path):
     assert "steps in" not in again.stdout
     rerun = json.loads((tmp_path / "out" / "results.json").read_text())
     assert rerun["summary"] == report["summary"] and rerun["seconds"] > report["seconds"]
+
+
+@needs_smollm2
+def test_a_comparison_killed_in_training_or_in_evaluation_ends_as_an_uninterrupted_one(tmp_path):
+    """kill -9 of the comparison once a run has a checkpoint: the same command resumes that run from it; a run whose
+    final evaluation was lost is evaluated again, not trained again. Both end with the uninterrupted comparison's
+    curves and per-prompt records."""
+    start = tiny_start(tmp_path / "start")
+    command = [sys.executable, "benchmarks/real_lm.py", "--start", str(start), "--model", "tiny", *TINY]
+    command += ["--steps", "8"]
+    whole = subprocess.run([*command, "--out", str(tmp_path / "whole")], cwd=ROOT, capture_output=True, text=True)
+    assert whole.returncode == 0, whole.stdout[-2000:] + whole.stderr[-3000:]
+    out = tmp_path / "killed"
+    comparison = subprocess.Popen([*command, "--out", str(out)], cwd=ROOT, stdout=subprocess.DEVNULL)
+    run = out / "runs" / "grpo-seed0"
+    deadline = time.monotonic() + 300
+    while not (run / "checkpoint-2" / "trainer_state.json").exists():
+        assert comparison.poll() is None and time.monotonic() < deadline
+        time.sleep(0.05)
+    comparison.kill()
+    comparison.wait()
+    assert not (out / "kept" / "grpo-seed0.trained.json").exists(), "the run finished training before the kill"
+    again = subprocess.run([*command, "--out", str(out)], cwd=ROOT, capture_output=True, text=True)
+    assert again.returncode == 0, again.stdout[-2000:] + again.stderr[-3000:]
+    assert re.search(r"GRPO \(Dr.GRPO\), seed 0: 8 steps in \d+ s \(resumed from step [2-7]\)", again.stdout)
+    assert not list(run.glob("checkpoint-*"))  # a kept run's checkpoints are removed
+    (out / "kept" / "poly_epo-seed0.json").unlink()  # as if killed in its final evaluation
+    evaluated = subprocess.run([*command, "--out", str(out)], cwd=ROOT, capture_output=True, text=True)
+    assert evaluated.returncode == 0, evaluated.stdout[-2000:] + evaluated.stderr[-3000:]
+    assert "2 of the runs and start evaluations, and 1 runs trained but not yet evaluated" in evaluated.stdout
+    assert "steps in" not in evaluated.stdout
+    reports = [json.loads((folder / "results.json").read_text()) for folder in (tmp_path / "whole", out)]
+    for method in ("grpo", "poly_epo"):
+        for key in ("curve", "final"):
+            assert reports[0]["runs"][method]["0"][key] == reports[1]["runs"][method]["0"][key], (method, key)
+    assert reports[0]["summary"] == reports[1]["summary"]
 
 
 def children_of(pid: int) -> set[int]:
