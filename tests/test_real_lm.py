@@ -156,6 +156,7 @@ def test_the_benchmark_runs_end_to_end_and_writes_every_field(tmp_path):
     assert (tmp_path / "out" / "real_lm.png").stat().st_size > 10_000
     text = page.read_text()
     assert "old" not in text and "| `pass_at_1` |" in text and text.endswith("prose after\n")
+    assert (tmp_path / "figures" / "real_lm.png").read_bytes() == (tmp_path / "out" / "real_lm.png").read_bytes()
     # run again with the same settings (as after an interruption): every run is kept, nothing is trained again
     again = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert again.returncode == 0, again.stdout[-2000:] + again.stderr[-3000:]
