@@ -159,7 +159,8 @@ test-vllm: install-vllm
 # The paper's layout in miniature: SmolLM2 generating with colocated vLLM, judged by a `vllm serve` of itself
 vllm-demo: install-vllm
 	@$(RUN) $(VPY) -c "from poly_epo_trl.models import smollm2_path; smollm2_path()"
-	@set -e; mkdir -p outputs; $(RUN) $(VLLM_VENV)/bin/vllm serve $(SMOLLM2) --port $(JUDGE_PORT) --max-model-len 2048 \
+	@set -e; mkdir -p outputs; $(RUN) VLLM_ENABLE_V1_MULTIPROCESSING=0 $(VLLM_VENV)/bin/vllm serve $(SMOLLM2) \
+		--port $(JUDGE_PORT) --max-model-len 2048 \
 		--gpu-memory-utilization 0.15 --enforce-eager > outputs/vllm-judge.log 2>&1 & judge=$$!; \
 	trap "kill $$judge 2>/dev/null; wait $$judge 2>/dev/null" EXIT; \
 	echo "judge: vllm serve on port $(JUDGE_PORT) (log: outputs/vllm-judge.log)"; \

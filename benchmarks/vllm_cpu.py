@@ -10,6 +10,9 @@ Usage: .venv-vllm/bin/python benchmarks/vllm_cpu.py [--problems 8] [--samples 8]
    as GRPO and as Poly-EPO, the Poly-EPO judge a ``vllm serve`` of the same model started here; the median
    ``step_time`` TRL logs (first step left out) of each and their ratio (goal: at most 1.10). ``--train-args``
    (last) overrides recipe keys, e.g. the paper's N = 8, n = 4.
+3. The offline engine's processes: a fresh process starting ``VLLMSampler`` and sampling the prompts of 1, with the
+   engine in processes of its own (vLLM's default) and in the caller's (``poly_epo_trl.vllm_cpu`` item 6); the time
+   of each, their ratio, and whether the samples are the same.
 """
 
 from __future__ import annotations
@@ -75,6 +78,43 @@ def generation(model: str, count: int, samples: int, max_new_tokens: int) -> Non
     print(f"   vLLM / transformers: {vllm_rate / hf_rate:.2f}x tokens/s")
 
 
+ENGINE = """
+import json, sys
+from poly_epo_trl.evaluation.sampling import SamplingSettings, VLLMSampler
+model, chats, samples, tokens, out = sys.argv[1], json.load(open(sys.argv[2])), *map(int, sys.argv[3:5]), sys.argv[5]
+settings = SamplingSettings(num_samples=samples, max_new_tokens=tokens, seed=0)
+engine = VLLMSampler(model, settings, dtype="float32", gpu_memory_utilization=0.15, max_model_len=1024)
+in_process = type(engine.llm.llm_engine.engine_core).__name__ == "InprocClient"
+json.dump({"in_process": in_process, "samples": engine.sample(chats, list(range(len(chats))))}, open(out, "w"))
+"""
+
+
+def engine_processes(model: str, count: int, samples: int, max_new_tokens: int) -> None:
+    """A fresh process that starts ``VLLMSampler`` and samples once, with the engine in processes of its own
+    (``VLLM_ENABLE_V1_MULTIPROCESSING=1``, vLLM's default) and in the caller's (the CPU build's default here,
+    ``poly_epo_trl.vllm_cpu`` item 6): the wall time of each, their ratio, and whether they drew the same samples."""
+    results = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        chats = Path(tmp) / "chats.json"
+        chats.write_text(json.dumps(prompts(count)))
+        for name, flag in (("processes of its own", "1"), ("in-process", "0")):
+            out = Path(tmp) / f"{flag}.json"
+            argv = [sys.executable, "-c", ENGINE, model, str(chats), str(samples), str(max_new_tokens), str(out)]
+            env = {**ENV, "VLLM_ENABLE_V1_MULTIPROCESSING": flag}
+            start = time.perf_counter()
+            done = subprocess.run(argv, env=env, cwd=ROOT, capture_output=True, text=True)
+            if done.returncode:
+                raise RuntimeError(f"the engine ({name}) failed: {done.stderr[-3000:]}")
+            results[name] = (time.perf_counter() - start, json.loads(out.read_text()))
+    print(f"3. The offline engine's processes: a fresh process starts VLLMSampler and samples {count} prompts x")
+    print(f"   {samples} (at most {max_new_tokens} new tokens), float32")
+    for name, (seconds, result) in results.items():
+        print(f"   {name:<21} {seconds:6.1f} s (engine core in the caller's process: {result['in_process']})")
+    (own, first), (inside, second) = results.values()
+    same = first["samples"] == second["samples"]
+    print(f"   in-process / processes of its own: {inside / own:.2f}x the time; the same samples: {same}")
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -85,8 +125,9 @@ def start_judge(model: str, port: int, log: Path) -> subprocess.Popen:
     # context 4096: the math template with 8 responses of 128 tokens is about 1600 tokens, plus the answer
     argv = [str(Path(sys.executable).parent / "vllm"), "serve", model, "--port", str(port), "--max-model-len", "4096"]
     argv += ["--gpu-memory-utilization", "0.15", "--enforce-eager"]
+    env = {**ENV, "VLLM_ENABLE_V1_MULTIPROCESSING": "0"}  # the engine's model in its core's process (vllm_cpu item 6)
     with log.open("wb") as out:
-        process = subprocess.Popen(argv, env=ENV, stdout=out, stderr=out, start_new_session=True)
+        process = subprocess.Popen(argv, env=env, stdout=out, stderr=out, start_new_session=True)
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and process.poll() is None:
         try:
@@ -155,6 +196,8 @@ def main() -> None:
     if not args.skip_generation:
         generation(model, args.problems, args.samples, args.max_new_tokens)
     training_step(model, args.steps, args.train_args)
+    if not args.skip_generation:
+        engine_processes(model, args.problems, args.samples, args.max_new_tokens)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 import torch
 
-from ..vllm_cpu import seeded_engine_kwargs
+from ..vllm_cpu import in_process_engine, seeded_engine_kwargs
 
 Prompt = str | list[dict[str, Any]]
 BACKENDS = ("auto", "vllm", "transformers")
@@ -76,9 +76,11 @@ def vllm_sampling_kwargs(settings: SamplingSettings, index: int) -> dict[str, An
 
 
 class VLLMSampler:
-    """vLLM offline engine; chat prompts go through ``LLM.chat`` (the model's chat template)."""
+    """vLLM offline engine; chat prompts go through ``LLM.chat`` (the model's chat template). On vLLM's CPU build the
+    engine runs in this process (``vllm_cpu.in_process_engine``)."""
 
     def __init__(self, model: str, settings: SamplingSettings, **engine_kwargs: Any) -> None:
+        in_process_engine()
         from vllm import LLM
 
         self.settings = settings

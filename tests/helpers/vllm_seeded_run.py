@@ -1,7 +1,7 @@
 """``python vllm_seeded_run.py <out_dir> <bare|workaround>``: seeded sampling (``VLLMSampler``, a seed per problem) on
 the tiny model with every prefill split in chunks (a 4-token budget). ``bare`` builds the engine without
-``vllm_cpu.seeded_engine_kwargs``; writes ``result.json``: whether chunked prefill was on, and what sampling raised
-or the samples (the engine's own error is in its log, on stderr)."""
+``vllm_cpu.seeded_engine_kwargs``; writes ``result.json``: whether chunked prefill was on, whether the engine ran in
+this process, and what sampling raised (in-process, the engine's own error) or the samples."""
 
 import json
 import sys
@@ -23,7 +23,11 @@ def main(out: Path, mode: str) -> None:
         str(model), SamplingSettings(num_samples=4, max_new_tokens=4, seed=0), dtype="float32",
         gpu_memory_utilization=0.15, max_model_len=64, enforce_eager=True, **forced,
     )  # fmt: skip
-    result = {"chunked_prefill": sampler.llm.llm_engine.vllm_config.scheduler_config.enable_chunked_prefill}
+    engine = sampler.llm.llm_engine
+    result = {
+        "chunked_prefill": engine.vllm_config.scheduler_config.enable_chunked_prefill,
+        "in_process": type(engine.engine_core).__name__ == "InprocClient",
+    }
     try:
         result["samples"] = sampler.sample([make_prompt(total) for total in (23, 31, 40)], range(3))
     except Exception as error:
