@@ -36,7 +36,7 @@ measures.
    engine's start and 12 samples took 24 s instead of 68 s; SmolLM2's start and 8 prompts x 8 samples of up to 64
    tokens 242 s instead of 272 s. ``in_process_engine`` sets that for ``VLLMSampler`` unless the environment
    already says otherwise; ``make bench-vllm`` measures both. (TRL's colocated engine runs in-process already; on
-   GPUs the engine's own process overlaps scheduling with the model.)
+   GPUs the engine's own process overlaps the caller's tokenizing and detokenizing with the model.)
 
 Items 3 and 4 need ``keep_linear_weights`` in every vLLM process, the server's workers included: ``register`` is a
 vLLM general plugin (entry point ``vllm.general_plugins``) that applies it on the CPU platform and does nothing
