@@ -680,8 +680,9 @@ def compare(s: Settings, out: Path, page_path: Path | None) -> dict[str, Any]:
         (out / "real_lm.md").write_text(text + "\n")
         if page_path:
             write_page(text, page_path)
-            (page_path.parent / "figures").mkdir(exist_ok=True)
-            shutil.copyfile(out / "real_lm.png", page_path.parent / "figures" / "real_lm.png")
+            beside_page = page_path.parent / "figures" / "real_lm.png"
+            beside_page.parent.mkdir(exist_ok=True)
+            shutil.copyfile(out / "real_lm.png", beside_page)
     print(f"\n{report['model']} on names_by_letter ({report['hardware']}); held out: {s.held_out}; seeds {s.seeds}")
     print(console_table(report))
     print(f"results: {out / 'results.json'}   figure: {out / 'real_lm.png'}   ({report['seconds'] / 60:.1f} min)")

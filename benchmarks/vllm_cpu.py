@@ -31,6 +31,8 @@ from pathlib import Path
 
 import requests
 
+from poly_epo_trl.vllm_cpu import MULTIPROCESSING
+
 ROOT = Path(__file__).resolve().parent.parent
 RECIPE = ROOT / "recipes/SmolLM2-135M-Instruct/poly_epo/config_vllm_cpu.yaml"
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
@@ -81,11 +83,12 @@ def generation(model: str, count: int, samples: int, max_new_tokens: int) -> Non
 ENGINE = """
 import json, sys
 from poly_epo_trl.evaluation.sampling import SamplingSettings, VLLMSampler
+from poly_epo_trl.vllm_cpu import runs_in_process
 model, chats, samples, tokens, out = sys.argv[1], json.load(open(sys.argv[2])), *map(int, sys.argv[3:5]), sys.argv[5]
 settings = SamplingSettings(num_samples=samples, max_new_tokens=tokens, seed=0)
 engine = VLLMSampler(model, settings, dtype="float32", gpu_memory_utilization=0.15, max_model_len=1024)
-in_process = type(engine.llm.llm_engine.engine_core).__name__ == "InprocClient"
-json.dump({"in_process": in_process, "samples": engine.sample(chats, list(range(len(chats))))}, open(out, "w"))
+drawn = engine.sample(chats, list(range(len(chats))))
+json.dump({"in_process": runs_in_process(engine.llm), "samples": drawn}, open(out, "w"))
 """
 
 
@@ -100,7 +103,7 @@ def engine_processes(model: str, count: int, samples: int, max_new_tokens: int) 
         for name, flag in (("processes of its own", "1"), ("in-process", "0")):
             out = Path(tmp) / f"{flag}.json"
             argv = [sys.executable, "-c", ENGINE, model, str(chats), str(samples), str(max_new_tokens), str(out)]
-            env = {**ENV, "VLLM_ENABLE_V1_MULTIPROCESSING": flag}
+            env = {**ENV, MULTIPROCESSING: flag}
             start = time.perf_counter()
             done = subprocess.run(argv, env=env, cwd=ROOT, capture_output=True, text=True)
             if done.returncode:
@@ -125,7 +128,7 @@ def start_judge(model: str, port: int, log: Path) -> subprocess.Popen:
     # context 4096: the math template with 8 responses of 128 tokens is about 1600 tokens, plus the answer
     argv = [str(Path(sys.executable).parent / "vllm"), "serve", model, "--port", str(port), "--max-model-len", "4096"]
     argv += ["--gpu-memory-utilization", "0.15", "--enforce-eager"]
-    env = {**ENV, "VLLM_ENABLE_V1_MULTIPROCESSING": "0"}  # the engine's model in its core's process (vllm_cpu item 6)
+    env = {**ENV, MULTIPROCESSING: "0"}  # the engine's model in its core's process (vllm_cpu item 6)
     with log.open("wb") as out:
         process = subprocess.Popen(argv, env=env, stdout=out, stderr=out, start_new_session=True)
     deadline = time.monotonic() + 300

