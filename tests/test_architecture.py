@@ -163,6 +163,7 @@ def test_entry_points_import_the_package_by_absolute_paths():
         assert relative == [], f"{path.relative_to(PACKAGE)} imports relatively at lines {relative}"
 
 
+@pytest.mark.slow
 def test_an_older_name_imported_first_still_runs_and_the_module_keeps_its_own_spec():
     """Importing ``poly_epo_trl.train`` (the old name) gives the module itself and leaves its ``__spec__`` its own;
     running the old name afterwards (``runpy``, as ``python -m`` does in a process that imported it) runs it, for a
@@ -200,6 +201,7 @@ def test_only_shared_data_reads_the_folder_beside_the_clone():
     assert readers == []
 
 
+@pytest.mark.slow
 def test_every_benchmark_imports():
     """Each script in ``benchmarks/`` loads with everything it imports (the test helpers it borrows included),
     without running: a moved helper or module fails here, not in a benchmark run weeks later."""
@@ -222,3 +224,22 @@ for path in sys.argv[1:]:  # each as if alone: the path and the scripts' and hel
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # as a user runs them: no helpers on the path
     done = subprocess.run([sys.executable, "-c", code, *scripts], cwd=root, env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-3000:]
+
+
+def test_the_judges_and_the_helper_judge_server_import_without_torch_trl_or_transformers():
+    """``import poly_epo_trl.judges`` (and the test's judge server, started as a process some 20 times a run) loads
+    none of the training stack: the package face's promise, and seconds of CPU per process."""
+    import subprocess
+    import sys
+
+    heavy = ("torch", "transformers", "trl")
+    code = f"""
+import sys
+import poly_epo_trl.judges
+sys.path.insert(0, "tests/helpers")
+import judge_server
+print(sorted(name for name in {heavy!r} if name in sys.modules))
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=PACKAGE.parent)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip() == "[]", f"imported with the judges: {done.stdout.strip()}"

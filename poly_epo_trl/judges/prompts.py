@@ -11,8 +11,6 @@ import string
 from collections.abc import Callable
 from pathlib import Path
 
-from transformers.utils import get_json_schema
-
 from ..constants import DEGENERATE_CLUSTER_ID
 from .errors import InvalidAnswer
 
@@ -67,6 +65,8 @@ class JudgeTemplate:
 def describe_tools(tools: list[Callable]) -> str:
     """The tools an agent could call, one a line, as the policy's chat template is told them (transformers'
     ``get_json_schema``): ``name(parameter: type, ...): description``, each parameter's description after it."""
+    from transformers.utils import get_json_schema  # loaded on first use: the judges import without transformers
+
     lines = []
     for tool in tools:
         try:

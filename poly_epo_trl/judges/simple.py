@@ -6,8 +6,6 @@ import asyncio
 from collections.abc import Callable, Hashable, Iterable
 from typing import Any
 
-from trl.trainer.utils import is_async_callable
-
 from ..constants import DEGENERATE_CLUSTER_ID
 from .base import ClusteringJudge
 
@@ -36,6 +34,8 @@ class CallableJudge(ClusteringJudge):
     async def acluster(self, prompt: str, completions: list[str]) -> list[int]:
         """An ``async def`` judge is awaited; a plain function runs in a worker thread (``asyncio.to_thread``, as TRL
         runs async rewards beside sync work), so the groups of a batch are judged concurrently."""
+        from trl.trainer.utils import is_async_callable  # TRL's test of a callable, loaded on first use
+
         if is_async_callable(self.fn):
             result = await self.fn(prompt, completions)
         else:
