@@ -20,6 +20,8 @@ from trl import GRPOConfig
 from trl_recipes import conversational_math, trl_recipe, write_yaml
 
 from poly_epo_trl import GRPODivTrainer, PolyEPOTrainer
+from poly_epo_trl.commands import launch
+from poly_epo_trl.commands.cli import main as cli
 from poly_epo_trl.commands.train import main
 from poly_epo_trl.data.rows import checked_prompts
 from poly_epo_trl.tasks.sum_pair import sum_pair_reward
@@ -205,15 +207,54 @@ def test_an_uncached_hub_model_offline_stops_in_one_line(chat_model, tmp_path, c
     [
         (["--num_processes", "0"], "--num_processes 0: the number of processes to launch, at least 1"),
         (["--accelerate_config", "LIST"], "not a mapping of accelerate's keys"),
+        (["--accelerate_config", "zero9"], "zero9 is neither a file nor a valid config"),
     ],
 )
-def test_launch_options_that_accelerate_would_stop_on_stop_in_one_line(tmp_path, extra, said):
+def test_launch_options_that_accelerate_would_stop_on_stop_in_one_line(tmp_path, extra, said, capsys):
     listed = tmp_path / "list.yaml"
     listed.write_text(yaml.safe_dump(["compute_environment", "LOCAL_MACHINE"]))
     extra = [str(listed) if e == "LIST" else e for e in extra]
-    command = [sys.executable, "-m", "poly_epo_trl.cli", "train", *extra, "--config", "x.yaml"]
-    done = subprocess.run(command, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 2 and said in done.stderr and "Traceback" not in done.stderr, done.stderr[-2000:]
+    with pytest.raises(SystemExit) as stop:
+        cli(["train", *extra, "--config", "x.yaml"])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and said in err and "Traceback" not in err, err[-2000:]
+
+
+def test_the_launchers_options_that_are_recipe_keys_are_the_recipes():
+    """``launch.RECIPE_KEYS``, which the launcher leaves to the recipe without importing it, is every option both
+    ``accelerate launch`` and the recipe's configs have."""
+    from dataclasses import fields
+
+    from accelerate.commands.launch import launch_command_parser
+    from trl import ModelConfig
+
+    from poly_epo_trl.assembly import ScriptArguments
+    from poly_epo_trl.trainer import PolyEPOConfig
+
+    recipe = {f"--{f.name}" for cls in (ScriptArguments, PolyEPOConfig, ModelConfig) for f in fields(cls)}
+    launcher = {o for action in launch_command_parser()._actions for o in action.option_strings}
+    assert launcher & recipe == set(launch.RECIPE_KEYS)
+    _, recipe_args = launch.split_launch_args(["--debug", "underflow_overflow", "--num_processes", "2"])
+    assert recipe_args == ["--debug", "underflow_overflow"]
+
+
+def test_poly_epo_train_hands_over_to_the_launcher_before_it_imports_the_training_stack():
+    """The launching process imports accelerate's launcher, not TRL's trainer or the recipe's configs (the processes
+    it starts do): here accelerate's ``launch_command`` is swapped for one that reports what was imported."""
+    code = (
+        "import sys, accelerate.commands.launch as a\n"
+        "def report(args):\n"
+        "    print('module:', args.module, args.training_script, 'num_processes:', args.num_processes)\n"
+        "    print('loaded:', sorted(m for m in ('trl.trainer.grpo_trainer', 'poly_epo_trl.trainer',"
+        " 'poly_epo_trl.assembly') if m in sys.modules))\n"
+        "a.launch_command = report\n"
+        "from poly_epo_trl.commands.cli import main\n"
+        "main(['train', '--num_processes', '2', '--config', 'recipes/tiny/poly_epo/config_cpu.yaml'])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "module: True poly_epo_trl.train num_processes: 2" in done.stdout, done.stdout
+    assert "loaded: []" in done.stdout, done.stdout
 
 
 # ------------------------------------------------------------------------------------ a script's config, keywords
@@ -277,6 +318,7 @@ def test_keywords_the_trainer_cannot_use_stop_before_the_model_loads(tmp_path, k
         PolyEPOTrainer(**trainer_kwargs(tmp_path), set_size=3, **keywords)
 
 
+@pytest.mark.slow
 def test_an_unreachable_judge_given_in_python_is_probed_before_the_model_loads(tmp_path):
     import socket
     import time
@@ -357,6 +399,7 @@ def test_a_run_never_resumes_or_skips_onto_another_methods_checkpoint(tmp_path, 
         ).train(resume_from_checkpoint=str(tmp_path / "run" / "checkpoint-2"))
 
 
+@pytest.mark.slow
 def test_under_two_processes_both_stop_with_the_same_line(tmp_path):
     launch = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "-m", "poly_epo_trl.train"]
     for trainer, steps in (("grpo", 2), ("poly_epo", 4)):

@@ -5,6 +5,8 @@ from __future__ import annotations
 import importlib
 import sys
 
+from poly_epo_trl.commands.launch import launch, launches
+
 COMMANDS = {
     "train": ("train", "train with a YAML recipe (--config recipes/...)"),
     "eval": ("eval", "pass@k, majority vote and distinct strategies of checkpoints, with plots"),
@@ -44,6 +46,10 @@ def main(argv: list[str] | None = None) -> None:
     if argv[0] not in COMMANDS:
         print(f"error: unknown command {argv[0]!r}\n\n{usage()}", file=sys.stderr)
         raise SystemExit(2)
+    if argv[0] == "train" and launches(argv[1:]):
+        sys.argv = ["poly-epo train", *argv[1:]]
+        launch(argv[1:])  # accelerate starts the training processes; this one loads no training stack
+        return
     module = importlib.import_module(f"{__package__}.{COMMANDS[argv[0]][0]}")
     sys.argv = [f"poly-epo {argv[0]}", *argv[1:]]
     module.main(argv[1:])

@@ -11,7 +11,6 @@ Everything is checked before the model loads: unknown keys, dataset columns, rew
 from __future__ import annotations
 
 import logging
-import os
 import sys
 import typing
 from dataclasses import asdict, field, fields, make_dataclass
@@ -33,8 +32,8 @@ from poly_epo_trl.assembly import (
     parse_and_run,
     pass_at_k_callback,
     resume_checkpoint,
-    stop,
 )
+from poly_epo_trl.commands.launch import launch, launches
 from poly_epo_trl.data import save_training_problems
 from poly_epo_trl.evaluation.curves import FIGURE, plot_runs
 from poly_epo_trl.methods import Method, get_method
@@ -110,92 +109,12 @@ def method_recipe_class(method: Method, classes: tuple[type, ...]) -> type | Non
     )
 
 
-LAUNCH_TRIGGERS = ("--accelerate_config", "--num_processes")
-
-
-def launch_flags() -> dict[str, bool]:
-    """``accelerate launch``'s own options that no recipe key shadows, each with whether it takes a value."""
-    from accelerate.commands.launch import launch_command_parser
-
-    recipe = {f"--{f.name}" for cls in (ScriptArguments, PolyEPOConfig, ModelConfig) for f in fields(cls)}
-    flags = {"--accelerate_config": True}
-    for action in launch_command_parser()._actions:
-        for option in action.option_strings:
-            if option.startswith("--") and option not in recipe and option != "--help":
-                flags[option] = action.nargs != 0
-    return flags
-
-
-def split_launch_args(argv: list[str]) -> tuple[list[str], list[str]]:
-    """``argv`` as (``accelerate launch``'s options, the recipe's)."""
-    flags, launch, recipe = launch_flags(), [], []
-    items = iter(argv)
-    for arg in items:
-        name = arg.split("=", 1)[0]
-        if name not in flags:
-            recipe.append(arg)
-            continue
-        launch.append(arg)
-        if flags[name] and "=" not in arg:
-            launch.append(next(items, ""))
-    return launch, recipe
-
-
-def launch(argv: list[str]) -> None:
-    """``poly-epo train --accelerate_config zero2 --num_processes 8 ...``: start ``accelerate launch -m
-    poly_epo_trl.train`` with those options, as ``trl grpo`` does (``--accelerate_config``: a file, or the name of a
-    config TRL ships: zero1/2/3, fsdp1/2, multi_gpu, single_gpu); the other arguments go to every process."""
-    from accelerate.commands.launch import launch_command, launch_command_parser
-    from trl.cli.accelerate_config import resolve_accelerate_config_argument
-
-    launch_args, recipe_args = split_launch_args(argv)
-    try:
-        launch_args = resolve_accelerate_config_argument(launch_args)
-    except ValueError as error:
-        stop(f"error: --accelerate_config: {error}", 2)
-    problem = launch_problem(launch_args)
-    if problem:
-        stop(f"error: {problem}", 2)
-    command = launch_command_parser().parse_args([*launch_args, "--module", "poly_epo_trl.train", *recipe_args])
-    launch_command(command)
-
-
-def launch_problem(launch_args: list[str]) -> str | None:
-    """What ``accelerate launch`` would stop on with a traceback, in one line: a process count below 1, a config file
-    that is not a mapping of accelerate's keys."""
-    import yaml
-
-    def value(flag: str) -> str | None:
-        for i, arg in enumerate(launch_args):
-            if arg == flag and i + 1 < len(launch_args):
-                return launch_args[i + 1]
-            if arg.startswith(f"{flag}="):
-                return arg.split("=", 1)[1]
-        return None
-
-    processes = value("--num_processes")
-    if processes is not None and (not processes.lstrip("-").isdigit() or int(processes) < 1):
-        return f"--num_processes {processes}: the number of processes to launch, at least 1."
-    config = value("--config_file")
-    if config is not None:
-        try:
-            loaded = yaml.safe_load(Path(config).read_text())
-        except (OSError, yaml.YAMLError) as error:
-            return f"--accelerate_config {config}: cannot be read as YAML ({error})."
-        if not isinstance(loaded, dict):
-            return (
-                f"--accelerate_config {config}: holds {type(loaded).__name__}, not a mapping of accelerate's keys "
-                "(`accelerate config` writes one; recipes/accelerate_configs/ has examples)."
-            )
-    return None
-
-
 def main(argv: list[str] | None = None) -> Any:
     """``poly-epo train``: the recipe checked and assembled, then trained (``--dry_run``: checked only), through the
     entry points' one way out (``assembly.parse_and_run``). With ``--accelerate_config`` or ``--num_processes`` it
     launches ``accelerate`` first (``launch``). Returns the trainer (the assembled parts for a dry run)."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    if "WORLD_SIZE" not in os.environ and any(a.split("=", 1)[0] in LAUNCH_TRIGGERS for a in argv):
+    if launches(argv):
         return launch(argv)
     return parse_and_run(prepare, train, argv)[1]
 
