@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
+from built_once import built_once
 from training_run import BASE, ENV, RECIPE, ROOT, Run, max_difference
 
 from poly_epo_trl.commands import agreement
@@ -43,19 +44,28 @@ def assert_same_audit(reference: Path, resumed: Path) -> None:
     assert timeless[1] == timeless[0]
 
 
+class References:
+    """The uninterrupted runs' output folders, one per shape, each trained once per session (every xdist worker
+    reads the same one) when a test first asks for it."""
+
+    def __init__(self, tmp_path_factory: pytest.TempPathFactory) -> None:
+        self.tmp_path_factory = tmp_path_factory
+
+    def __getitem__(self, shape: str) -> Path:
+        def train(folder: Path) -> None:
+            run = Run(folder, *SHAPES[shape])
+            assert run.finish() == 0, run.output()
+
+        return built_once(self.tmp_path_factory, f"long-runs-reference-{shape}", train)
+
+
 @pytest.fixture(scope="module")
-def reference(tmp_path_factory) -> dict[str, Path]:
-    """The uninterrupted runs' output folders, one per shape."""
-    folders = {}
-    for shape, extra in SHAPES.items():
-        folder = tmp_path_factory.mktemp(f"reference-{shape}")
-        run = Run(folder, *extra)
-        assert run.finish() == 0, run.output()
-        folders[shape] = folder
-    return folders
+def reference(tmp_path_factory) -> References:
+    return References(tmp_path_factory)
 
 
 @pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.slow
 def test_kill_9_at_a_random_step_then_the_same_command_ends_with_the_same_weights(reference, tmp_path, shape):
     step = random.Random().randint(11, 38)
     print(f"kill -9 after step {step}")
@@ -75,6 +85,7 @@ def test_kill_9_at_a_random_step_then_the_same_command_ends_with_the_same_weight
     assert pair["judges"] == ["recorded", "sum_pair"] and pair["ari"]["mean"] == 1.0
 
 
+@pytest.mark.slow
 def test_sigterm_between_checkpoints_saves_every_step_done_and_resumes_exactly(reference, tmp_path):
     run = Run(tmp_path)
     run.wait_for_step(15)
@@ -94,6 +105,7 @@ def test_sigterm_between_checkpoints_saves_every_step_done_and_resumes_exactly(r
     assert_same_audit(reference["plain"], tmp_path)
 
 
+@pytest.mark.slow
 def test_a_second_signal_exits_at_once(tmp_path):
     """Steps of 3 s (a slow reward): the first SIGTERM waits for the step's end, the second (1.5 s later) does not."""
     run = Run(tmp_path, "--reward_funcs", "slow_reward:slower_sum_pair_reward", "--save_steps", "1000")
@@ -107,6 +119,7 @@ def test_a_second_signal_exits_at_once(tmp_path):
     assert not list(tmp_path.glob("checkpoint-*"))
 
 
+@pytest.mark.slow
 def test_the_same_signal_delivered_twice_at_once_is_one_stop(tmp_path):
     """Under accelerate launch a scheduler's SIGTERM reaches a worker twice (from the scheduler and forwarded by
     torchrun's agent): two signals 20 ms apart still finish the step and save it."""
@@ -120,6 +133,7 @@ def test_the_same_signal_delivered_twice_at_once_is_one_stop(tmp_path):
     assert (tmp_path / f"checkpoint-{stopped_step(output)}" / "trainer_state.json").exists()
 
 
+@pytest.mark.slow
 def test_a_finished_run_started_again_trains_nothing_and_keeps_its_model(tmp_path):
     """transformers, resumed from a run's last checkpoint, trains one step more: a finished job started again (a
     requeue) would overwrite its final model with a step past max_steps. The same command leaves the run as it was,
@@ -138,6 +152,7 @@ def test_a_finished_run_started_again_trains_nothing_and_keeps_its_model(tmp_pat
     assert (tmp_path / "model.safetensors").read_bytes() == final
 
 
+@pytest.mark.slow
 def test_killed_while_writing_a_checkpoint_resumes_from_the_last_complete_one(reference, tmp_path):
     """kill -9 as soon as checkpoint-20 appears (mid-write, or just after): the restart resumes from a complete
     checkpoint, removes an incomplete one, and ends with the uninterrupted run's weights."""
@@ -160,6 +175,7 @@ def test_killed_while_writing_a_checkpoint_resumes_from_the_last_complete_one(re
     assert max_difference(reference["plain"] / "model.safetensors", tmp_path / "model.safetensors") <= 1e-6
 
 
+@pytest.mark.slow
 def test_a_checkpoint_left_half_written_is_never_resumed_from(reference, tmp_path):
     """What a kill mid-save leaves (the weights cut short, no trainer_state.json): skipped and removed."""
     run = Run(tmp_path, "--max_steps", "20")
@@ -188,6 +204,7 @@ def small_disk(tmp_path):
     subprocess.run(["umount", str(mount)], check=False)
 
 
+@pytest.mark.slow
 def test_a_full_disk_stops_with_a_clear_error_and_keeps_the_last_good_checkpoint(reference, small_disk):
     out = small_disk / "out"
     run = Run(out, "--max_steps", "20", "--save_steps", "5")
@@ -204,6 +221,7 @@ def test_a_full_disk_stops_with_a_clear_error_and_keeps_the_last_good_checkpoint
     assert max_difference(expected, out / "model.safetensors") <= 1e-6
 
 
+@pytest.mark.slow
 def test_two_processes_stop_after_the_same_step_when_only_one_is_signalled(tmp_path):
     """torchrun with 2 processes; SIGTERM reaches rank 1 only: both stop after the same step, the checkpoint holds
     both ranks' state, and the same command resumes from it and finishes."""
@@ -248,6 +266,7 @@ def test_two_processes_stop_after_the_same_step_when_only_one_is_signalled(tmp_p
     assert f"resuming from {checkpoint}" in again.stdout and "resume_state" not in again.stdout + again.stderr
 
 
+@pytest.mark.slow
 def test_sigterm_while_the_judge_is_down_drops_the_step_and_resumes_exactly(tmp_path):
     """A judge server process is killed after step 12; while the step waits for it, SIGTERM: the run saves the last
     completed step at once (no 25 s watchdog), exits 143; the server comes back and the same command ends with the
