@@ -186,6 +186,7 @@ def untrained(tmp_path_factory):
     return save_tiny_model(tmp_path_factory.mktemp("untrained"))
 
 
+@pytest.mark.slow
 def test_eval_command_writes_report_and_plots_for_two_checkpoints(tmp_path, untrained):
     out = tmp_path / "eval"
     command = poly_epo_command("eval", "--config", DEMO_EVAL, "--output_dir", str(out), "--num_samples", "8")
@@ -207,6 +208,7 @@ def test_eval_command_writes_report_and_plots_for_two_checkpoints(tmp_path, untr
         assert len(lines) == 15 and all(len(json.loads(line)["completions"]) == 8 for line in lines)
 
 
+@pytest.mark.slow
 def test_a_killed_evaluation_resumes_without_resampling(tmp_path):
     def command(out, reward="sum_pair"):
         args = ["--config", DEMO_EVAL, "--output_dir", str(out), "--chunk_size", "1", "--reward_funcs", reward]
@@ -242,6 +244,7 @@ def test_a_killed_evaluation_resumes_without_resampling(tmp_path):
     assert not math.isnan(report["summaries"]["demo"]["pass_at_k"]["mean"][0])
 
 
+@pytest.mark.slow
 def test_eval_refuses_to_mix_settings_and_names_the_fix(tmp_path):
     out = tmp_path / "eval"
     base = poly_epo_command("eval", "--config", DEMO_EVAL, "--output_dir", str(out), "--max_problems", "2")

@@ -82,6 +82,7 @@ def test_one_slot_server_judges_every_group():
         assert server.stats()["completed"] == 32 and server.stats()["structured"] == 32
 
 
+@pytest.mark.slow
 def test_concurrency_adapts_to_a_queue_the_client_cannot_see():
     """A slow one-slot server and a timeout shorter than the queue 16 deep: timeouts halve the concurrency, the
     timed-out requests are aborted on the server (not run for nobody), and every group is judged in the end."""
@@ -143,6 +144,7 @@ def test_a_group_the_server_rejects_falls_back_alone():
         assert "maximum context length" in results[4].cause and server.base_url in results[4].cause
 
 
+@pytest.mark.slow
 def test_restart_mid_run_judged_again_within_seconds():
     """Kill the server in the middle of a run of batches, restart it on the same port 3 s later: no group falls
     back (the outage is shorter than the retry budget), and groups are judged again by the first probe after the
@@ -184,6 +186,7 @@ def test_restart_mid_run_judged_again_within_seconds():
     assert stats["connect_errors"] >= 1
 
 
+@pytest.mark.slow
 def test_an_outage_longer_than_the_retry_budget_is_waited_out_when_the_trainer_asks():
     """With max_outage_seconds (the trainer's judge_max_outage_seconds; the held-out evaluation shares the judge), a
     server down 4 s against a 0.5 s retry budget: every group waits and is judged once it is back (within one probe
@@ -286,6 +289,7 @@ def test_servers_without_structured_output_or_with_string_ids(caplog):
         assert judge.pop_stats().get("invalid_answers", 0) == 0
 
 
+@pytest.mark.slow
 def test_soak_500_groups_with_30_percent_transport_failures():
     """Resets, 500s, 503s, 429s and hangs on 30% of requests: no crash, every group accounted for, and the
     judge's counters match what the server saw."""
@@ -410,6 +414,7 @@ def outage_trainer(model_dir, tmp_path, server, **overrides) -> PolyEPOTrainer:
     )
 
 
+@pytest.mark.slow
 def test_a_judge_outage_is_waited_out_and_nothing_falls_back(model_dir, tmp_path, caplog):
     """The server is killed after step 1 and comes back 4 s later, far past the 0.3 s retry budget: step 2 waits
     for it (logging why), then training goes on; no group of any step fell back."""

@@ -20,6 +20,7 @@ def test_tiny_model_garbage_takes_the_invalid_answer_path(tmp_path):
     assert stats["calls"] == 2 and stats["invalid_answers"] == 2 and stats["fallback/distinct"] == 1
 
 
+@pytest.mark.slow
 def test_smollm2_real_prompt_round_trip():
     """A real instruct model reads the math template and answers; small models often break the JSON, which must
     end in ids or the fallback, never an exception."""

@@ -13,6 +13,7 @@ from poly_epo_trl.rewards.leetcode import compare, load_rows
 pytestmark = [pytest.mark.shared_data, needs_leetcode, needs_bwrap]
 
 
+@pytest.mark.slow
 def test_reward_agrees_with_the_datasets_evaluator():
     rows = load_rows(LEETCODE, stride=19)
     assert len(rows) >= 99

@@ -76,6 +76,7 @@ def wandb_history(path: Path) -> list[dict[str, str]]:
     return rows
 
 
+@pytest.mark.slow
 def test_wandb_offline_run_logs_the_judge_columns_and_the_curves(tmp_path):
     pytest.importorskip("wandb")
     out = train("wandb", tmp_path, WANDB_MODE="offline", WANDB_DIR=str(tmp_path), WANDB_SILENT="true")
@@ -90,6 +91,7 @@ def test_wandb_offline_run_logs_the_judge_columns_and_the_curves(tmp_path):
         assert len([float(row[name]) for row in history if name in row]) == STEPS, name
 
 
+@pytest.mark.slow
 def test_trackio_run_logs_the_judge_columns_and_the_curves(tmp_path):
     pytest.importorskip("trackio", reason="the trackio extra: pip install 'poly_epo_trl[trackio]'")
     out = train("trackio", tmp_path, TRACKIO_DIR=str(tmp_path / "trackio"))

@@ -84,6 +84,7 @@ def batch_of(rewards: list[list[float]], clusters: list[list[int]], mode: str = 
     return SetBatch(r, c, torch.full_like(r, torch.nan), mode, prompts, texts, list(texts), verdicts)
 
 
+@pytest.mark.slow
 def test_a_method_in_its_own_module_trains_from_a_recipe_with_nothing_else_changed(tmp_path):
     """A scratch package with one new file, named by the recipe's ``trainer:`` as ``package.module:name``, and a
     setting of the method's own set by the recipe: the run trains on exactly that method's advantages with that
@@ -303,6 +304,7 @@ def test_the_novelty_bonus_trains_from_a_recipe_on_cpu(tmp_path):
     assert sum(sum(c.values()) for c in trainer.method_state.counts.values()) == 2 * 64
 
 
+@pytest.mark.slow
 def test_the_novelty_bonus_resumes_exactly_after_kill_9(tmp_path):
     """Its counts are saved with each checkpoint: killed at a random step and run again, the run ends with the
     weights of an uninterrupted one, to the bit."""

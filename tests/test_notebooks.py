@@ -15,6 +15,7 @@ def test_there_are_notebooks():
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+@pytest.mark.slow
 def test_notebook_runs(path, tmp_path):
     copy = shutil.copy(path, tmp_path / path.name)
     notebook = nbformat.read(copy, as_version=4)

@@ -124,6 +124,7 @@ def tiny_start(folder: Path) -> Path:
 
 
 @needs_smollm2
+@pytest.mark.slow
 def test_the_benchmark_runs_end_to_end_and_writes_every_field(tmp_path):
     start = tiny_start(tmp_path / "start")
     page = tmp_path / "page.md"
@@ -167,6 +168,7 @@ def test_the_benchmark_runs_end_to_end_and_writes_every_field(tmp_path):
 
 
 @needs_smollm2
+@pytest.mark.slow
 def test_a_comparison_killed_in_training_or_in_evaluation_ends_as_an_uninterrupted_one(tmp_path):
     """kill -9 of the comparison once a run has a checkpoint: the same command resumes that run from it; a run whose
     final evaluation was lost is evaluated again, not trained again. Both end with the uninterrupted comparison's
@@ -211,6 +213,7 @@ def children_of(pid: int) -> set[int]:
 
 @needs_smollm2
 @pytest.mark.skipif(sys.platform != "linux", reason="workers die with the comparison on Linux (PR_SET_PDEATHSIG)")
+@pytest.mark.slow
 def test_a_killed_comparison_leaves_no_worker_running(tmp_path):
     start = tiny_start(tmp_path / "start")
     command = [sys.executable, "benchmarks/real_lm.py", "--start", str(start), "--model", "tiny", *TINY]

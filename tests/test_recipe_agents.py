@@ -49,6 +49,7 @@ def test_the_agent_recipe_matches_the_agent_example():
     assert script_args.eval_vote_answer == "plan"  # the task's: majority vote over submitted pairs
 
 
+@pytest.mark.slow
 def test_the_agent_recipe_trains_on_two_processes(tmp_path):
     """``torchrun --nproc_per_node 2``: 3 groups of 8 over 2 ranks of 12 rollouts, so one group straddles the
     ranks and its judge gets the other rank's trajectories, gathered as messages. The held-out evaluation plays 8

@@ -166,6 +166,7 @@ def test_tree_level_order_matches_the_datasets_tree_node():
 # --- no false negatives, no false positives on real-style problems ---------------------------------------------------
 
 
+@pytest.mark.slow
 def test_problem_set_correct_solutions_pass_and_wrong_ones_fail(reward):
     completions, tests, entry_points, names = [], [], [], []
     for problem in PROBLEMS:
@@ -300,6 +301,7 @@ def _serve_answers(server: socket.socket, stop: threading.Event) -> None:
             continue
 
 
+@pytest.mark.slow
 def test_every_forgery_scores_zero(reward):
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
@@ -334,6 +336,7 @@ def test_every_forgery_scores_zero(reward):
 
 
 @needs_bwrap
+@pytest.mark.slow
 def test_expected_values_never_reach_the_sandbox():
     reward = CodeReward(SandboxLimits(timeout_seconds=20, max_output_bytes=64 << 20))
     spy = (
@@ -363,6 +366,7 @@ def _host_state() -> tuple[int, int, int]:
 
 
 @pytest.mark.parametrize("bomb", ["fork_bomb", "memory_bomb", "disk_fill"])
+@pytest.mark.slow
 def test_bombs_leave_the_host_as_it_was(reward, bomb):
     before = _host_state()
     verdict = reward.check(fenced(FORGERIES[bomb]), SECRET_TEST, "Solution().secret")
@@ -488,6 +492,7 @@ def _real_tests() -> str:
     return "\n".join(problem["test"] for problem in PROBLEMS)
 
 
+@pytest.mark.slow
 def test_parsing_tests_from_many_threads_never_fails_and_the_lock_is_still_needed():
     """Unlocked, ``ast.parse`` from several threads fails on this Python (the day it does not, drop
     ``assertions._AST_PARSE_LOCK``); the code reward's parse, given three times as long, never does."""

@@ -164,6 +164,7 @@ def test_cpu_recipe_matches_the_demo():
     assert (recipe["num_generations"], recipe["set_size"]) == (demo.num_generations, demo.set_size)
 
 
+@pytest.mark.slow
 def test_cpu_recipe_trains_under_accelerate_launch(tmp_path):
     out = tmp_path / "out"
     command = [
@@ -193,6 +194,7 @@ def test_cpu_recipe_trains_under_accelerate_launch(tmp_path):
     assert (out / "model.safetensors").exists()
 
 
+@pytest.mark.slow
 def test_smollm2_smoke_recipe_trains_a_real_model(tmp_path):
     """Every real part on a real model: SmolLM2's chat template and tokenizer, math-verify, the MiniLM judge."""
     out = tmp_path / "out"
@@ -373,6 +375,7 @@ def test_eval_refuses_the_problems_a_checkpoint_trained_on(tmp_path, capsys, mon
     assert len(held_out["problems"]["trained"]) == len(HELD_OUT_TOTALS)  # builtin:sum_pair's test split: allowed
 
 
+@pytest.mark.slow
 def test_a_run_started_again_resumes_from_its_last_checkpoint_and_credits_poly_epo(tmp_path, capsys, monkeypatch):
     """open-r1's behaviour: a second run into the same output_dir continues from its last checkpoint-N. The model card
     credits Poly-EPO with its paper, and a run (as a user starts it) does not warn about gradient_checkpointing."""
