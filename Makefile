@@ -5,7 +5,7 @@ STAMP := $(VENV)/.installed
 TASK ?= prime_pair
 RUN := OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false WANDB_MODE=disabled
 
-.PHONY: real-lm test-newest newest-venv trl-suite test-gpu install sandbox-tools llama-server docs-options docs docs-serve lint format test test-clone test-engines bench-engines vllm-extra-check demo agent-demo wheel wheel-venv wheel-demo bench install-vllm test-vllm vllm-demo bench-vllm
+.PHONY: real-lm test-newest newest-venv trl-suite test-gpu install sandbox-tools llama-server docs-options docs docs-serve lint format test test-slow test-clone test-engines bench-engines vllm-extra-check demo agent-demo wheel wheel-venv wheel-demo bench install-vllm test-vllm vllm-demo bench-vllm
 
 # vLLM's CPU build in a second environment: vLLM 0.30 needs numpy < 2.4 (through mistral-common), the main set pins
 # 2.4.6. .ci/constraints-vllm.txt is that environment's exact, tested set.
@@ -82,8 +82,18 @@ format: install
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
+# Two tiers, nothing in both. `make test`, the fast tier, is what to run after every change: everything but the
+# end-to-end tests (marker `slow`: long runs, kill and resume, real servers, notebooks, launches), the engine tests and
+# the vLLM tests. `make test-slow` runs the end-to-end tests. CI runs both, then the engine and vLLM tests; each tier
+# writes its slowest tests and a junit XML under build/ (build/junit-<tier>.xml), so a slow test is seen when it lands.
+PYTEST = $(RUN) $(PY) -m pytest -q -rs -n $(TEST_WORKERS) --dist worksteal
 test: install
-	$(RUN) $(PY) -m pytest -q -rs --durations=15 -n $(TEST_WORKERS) --dist worksteal -m "not engines"
+	@mkdir -p build
+	$(PYTEST) --durations=15 --junitxml=build/junit-fast.xml -m "not slow and not engines and not vllm"
+
+test-slow: install
+	@mkdir -p build
+	$(PYTEST) --durations=25 --junitxml=build/junit-slow.xml -m "slow and not engines and not vllm"
 
 # The tests that read ../shared (CI has it beside the clone, a user's clone does not), run as on a user's clone: each
 # passes on the repository's own data or skips with the reason
@@ -126,9 +136,12 @@ trl-suite:
 		$(abspath $(PY)) run.py --grpo-config --logs logs-trainer | tee trainer.txt
 	$(PY) .ci/trl_suite_verdict.py $(TRL_SUITE)/swapped.txt $(TRL_SUITE)/trainer.txt
 
-# The shipped accelerate configs for real, 2 processes on CPU: DeepSpeed ZeRO-2/3, FSDP2 and two machines against DDP
+# The shipped accelerate configs for real, 2 processes on CPU: DeepSpeed ZeRO-2/3, FSDP2 and two machines against DDP.
+# In $(TEST_WORKERS) workers: a launch spends much of its time starting processes and waiting on a slow reward, so a
+# second launch beside it fills the cores; each (engine, variant) run is trained once for both workers
 test-engines: install
-	$(RUN) $(PY) -m pytest -q -rs -m engines tests/test_engines.py
+	@mkdir -p build
+	$(PYTEST) --durations=10 --junitxml=build/junit-engines.xml -m engines tests/test_engines.py
 
 # The GPU tier: the tiny recipe in bf16, LoRA at Qwen3-0.6B's shape, one process under FSDP2/ZeRO-2/ZeRO-3, eval on
 # CUDA, vLLM colocate (tests/test_gpu.py; each skipped, with the reason, without a GPU); then the step benchmark
@@ -154,9 +167,12 @@ install-vllm: $(VSTAMP)
 # $(TEST_WORKERS) workers, a test class to each (the tests that share a server in one), each worker's engines on a core
 # of their own
 test-vllm: install-vllm
-	$(RUN) $(VPY) -m pytest -q -rs --durations=10 -n $(TEST_WORKERS) --dist loadscope -m vllm tests/test_vllm.py
+	@mkdir -p build
+	$(RUN) $(VPY) -m pytest -q -rs --durations=10 --junitxml=build/junit-vllm.xml -n $(TEST_WORKERS) --dist loadscope \
+		-m vllm tests/test_vllm.py
 
-# The paper's layout in miniature: SmolLM2 generating with colocated vLLM, judged by a `vllm serve` of itself
+# The paper's layout in miniature: SmolLM2 generating with colocated vLLM, judged by a `vllm serve` of itself (CI runs
+# the same command on the judge server `make test-vllm` starts: tests/test_vllm.py, TestJudgeOnVllmServe)
 vllm-demo: install-vllm
 	@$(RUN) $(VPY) -c "from poly_epo_trl.models import smollm2_path; smollm2_path()"
 	@set -e; mkdir -p outputs; $(RUN) VLLM_ENABLE_V1_MULTIPROCESSING=0 $(VLLM_VENV)/bin/vllm serve $(SMOLLM2) \

@@ -23,6 +23,7 @@ from pathlib import Path
 import psutil
 import pytest
 import torch
+from built_once import built_once
 from ports import free_port
 
 from poly_epo_trl.models import resolve_model
@@ -203,15 +204,14 @@ def assert_engine_layout(engine: str, out: Path, output: str) -> None:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> dict:
-    """Each (engine, variant) trained once, on demand: its output folder and log."""
-    done: dict[tuple[str, str], tuple[Path, str]] = {}
-    root = tmp_path_factory.mktemp("engines")
+    """Each (engine, variant) trained once per session, on demand: its output folder and log."""
 
     def get(engine: str, variant: str) -> tuple[Path, str]:
-        if (engine, variant) not in done:
-            out = root / f"{engine}-{variant}"
-            done[engine, variant] = out, train(engine, out, *VARIANTS[variant])
-        return done[engine, variant]
+        def build(out: Path) -> None:
+            train(engine, out, *VARIANTS[variant])
+
+        out = built_once(tmp_path_factory, f"engines-{engine}-{variant}", build)  # once for every xdist worker
+        return out, out.with_suffix(".log").read_text()
 
     return get
 

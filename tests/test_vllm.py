@@ -15,6 +15,7 @@ import importlib.util
 import json
 import math
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -38,6 +39,7 @@ WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
 if WORKER.startswith("gw"):
     ENV["VLLM_CPU_OMP_THREADS_BIND"] = str(int(WORKER[2:]) % (os.cpu_count() or 1))
 CPU_MEMORY_SHARE = "0.15"  # vLLM's CPU build reserves this share of the NUMA node's memory per engine
+VLLM_DEMO_RECIPE = "recipes/SmolLM2-135M-Instruct/poly_epo/config_vllm_cpu.yaml"  # what `make vllm-demo` trains
 
 pytestmark = [
     pytest.mark.vllm,
@@ -476,6 +478,20 @@ class TestJudgeOnVllmServe:
         assert stats["prompt_tokens"] > 0 and stats.get("invalid_answers", 0) == 0 and stats.get("timeouts", 0) == 0
         assert judge.judge.structured_output == structured  # the server took the schema: nothing was turned off
         assert judge.judge.model == smollm2_model_id(judge_server)  # found through GET /v1/models
+
+    def test_the_vllm_demo_trains_judged_by_the_served_model(self, judge_server, tmp_path):
+        """``make vllm-demo``'s run, on this server (the demo starts its own): SmolLM2 generating with colocated vLLM,
+        judged by a ``vllm serve`` of itself; every step's groups judged by the server, none fallen back."""
+        argv = [sys.executable, "-m", "poly_epo_trl.train", "--config", VLLM_DEMO_RECIPE]
+        argv += ["--judge_base_url", f"{judge_server.url}/v1", "--output_dir", str(tmp_path / "out")]
+        done = subprocess.run(
+            argv, cwd=TESTS.parent, env={**engine_env(), MULTIPROCESSING: "0"}, capture_output=True, text=True,
+            timeout=1800,
+        )  # fmt: skip
+        output = done.stdout + done.stderr
+        assert done.returncode == 0, output[-6000:]
+        fallbacks = [float(f) for f in re.findall(r"'judge/fallback_frac': ([-0-9.e]+)", output)]
+        assert len(re.findall(r"'loss':", output)) == 3 and fallbacks == [0.0] * 3, output[-6000:]
 
     def test_lm_judge_waits_out_a_killed_vllm_serve(self, judge_server):
         """kill -9 of the server and its engine, then a restart on the same port: the groups in flight are judged."""
