@@ -249,6 +249,63 @@ def test_accelerate_options_launch_accelerate(tmp_path):
     assert re.search(r"'judge/groups': '16'", logs)  # 2 processes x 8 groups of 8 rows, judged once each
 
 
+# ------------------------------------------------------------------------------------- what the run says it chose
+
+
+def start_lines(caplog) -> list[str]:
+    return [r.getMessage() for r in caplog.records if "trains with method" in r.getMessage()]
+
+
+@pytest.mark.parametrize(("group", "fitted"), [(2, 1), (3, 2), (4, 3)])
+def test_a_small_group_without_a_set_size_trains_with_one_it_holds_and_says_so(tmp_path, caplog, group, fitted):
+    """Where GRPOTrainer trains (TRL's grpo_vlm.py documents num_generations=2), the swap does: a GRPOConfig whose
+    group cannot hold the default n = 4 trains with n = N - 1, and the start-up line says the set size was fitted;
+    the judge is the default, said so with the keyword that changes it."""
+    model = save_tiny_model(tmp_path / "model")
+    small = {k: v for k, v in SMALL.items() if k not in ("set_size", "num_generations", "per_device_train_batch_size")}
+    args = GRPOConfig(
+        output_dir=str(tmp_path / "out"), **small, num_generations=group, per_device_train_batch_size=group * 2,
+        bf16=False, max_completion_length=8,
+    )  # fmt: skip
+    with caplog.at_level(logging.WARNING):
+        trainer = PolyEPOTrainer(
+            model=str(model), reward_funcs=sum_pair_reward, args=args, train_dataset=toy_dataset()
+        )
+    assert trainer.settings.set_size == fitted
+    [line] = start_lines(caplog)
+    assert f"set_size {fitted} (fitted: a group of num_generations={group} cannot hold the default 4" in line, line
+    assert "judge 'answer' (the default; judge=... changes it)" in line, line
+    assert "method 'poly_epo' (the default; method=... changes it)" in line, line
+    assert line in trainer.card_section()  # and in the model card, the run's saved account
+    if group == 2:
+        trainer.train()  # n = 1: the mean reward of the non-degenerate rollouts
+        assert trainer.state.global_step == SMALL["max_steps"]
+
+
+def test_a_set_size_given_that_the_group_cannot_hold_is_refused_naming_both_remedies(tmp_path):
+    model = save_tiny_model(tmp_path / "model")
+    small = {k: v for k, v in SMALL.items() if k not in ("set_size", "num_generations", "per_device_train_batch_size")}
+    args = GRPOConfig(output_dir=str(tmp_path / "out"), **small, num_generations=2, per_device_train_batch_size=4)
+    with pytest.raises(ValueError, match="set_size=4 with num_generations=2") as refused:
+        PolyEPOTrainer(
+            model=str(model), reward_funcs=sum_pair_reward, args=args, train_dataset=toy_dataset(), set_size=4
+        )
+    assert "set_size=..." in str(refused.value) and "PolyEPOConfig in place of GRPOConfig" in str(refused.value)
+
+
+def test_the_start_up_line_says_what_the_user_gave(tmp_path, caplog):
+    model = save_tiny_model(tmp_path / "model")
+    small = {k: v for k, v in SMALL.items() if k != "set_size"}
+    args = GRPOConfig(output_dir=str(tmp_path / "out"), **small, bf16=False, max_completion_length=8)
+    with caplog.at_level(logging.WARNING):
+        PolyEPOTrainer(
+            model=str(model), reward_funcs=sum_pair_reward, args=args, train_dataset=toy_dataset(), set_size=3,
+            judge="distinct",
+        )  # fmt: skip
+    [line] = start_lines(caplog)
+    assert "judge 'distinct' (given: judge=)" in line and "set_size 3 (given: keyword set_size=)" in line, line
+
+
 # ------------------------------------------------------------------------------------------------ the end of a run
 
 

@@ -29,7 +29,7 @@ POLY_EPO_PAPER = {
 @dataclass
 class SetSettings:
     """Poly-EPO's own settings: the sets, their objective and how the marginal set advantage is computed. Fields of
-    ``PolyEPOConfig`` too (so the paper's recipes differ in their ``trainer:`` line only)."""
+    ``PolyEPOConfig`` too (so a recipe's method switches with its ``trainer:`` line alone)."""
 
     set_size: int = field(
         default=4, metadata={"help": "Set size n; sets are all C(N, n) subsets of a group. Paper: 4."}

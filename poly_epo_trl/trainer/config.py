@@ -28,8 +28,8 @@ class PolyEPOSettings(JudgeSettings, SetSettings, DiversitySettings):
     threshold, the judge settings (``JudgeSettings``, shared with ``poly-epo eval``), the colocated vLLM engine's
     extras and preemption. ``PolyEPOConfig`` is GRPOConfig plus these fields; a trainer given a plain ``GRPOConfig``
     takes them as keyword arguments (``PolyEPOTrainer(..., args=GRPOConfig(...), set_size=4, judge="answer")``) and
-    builds them with ``for_grpo``. The built-in methods' settings live on every config, whatever the method, so the
-    paper's recipes differ in their ``trainer:`` line only; a method of one's own keeps its settings to itself."""
+    builds them with ``for_grpo``. The built-in methods' settings live on every config, whatever the method, so
+    a recipe's method switches with its ``trainer:`` line alone; a method of one's own keeps its settings to itself."""
 
     degenerate_cluster_id: int = field(
         default=DEGENERATE_CLUSTER_ID,
@@ -111,7 +111,9 @@ class PolyEPOSettings(JudgeSettings, SetSettings, DiversitySettings):
             raise ValueError(
                 f"set_size={self.set_size} with num_generations={args.num_generations}: the set size must be at least "
                 f"1 and smaller than num_generations (with n = N every rollout is in the single set and all "
-                f"advantages are 0). Lower set_size or raise num_generations."
+                f"advantages are 0). Lower set_size (a recipe's set_size:, the trainer's keyword set_size=..., or "
+                f"PolyEPOConfig in place of GRPOConfig, so that your script takes --set_size) or raise "
+                f"num_generations."
             )
 
     def check_with(self, args: GRPOConfig) -> None:
@@ -160,6 +162,13 @@ class PolyEPOSettings(JudgeSettings, SetSettings, DiversitySettings):
         return replace(super().judge_spec(tools, text), degenerate_cluster_id=self.degenerate_cluster_id)
 
 
+def fitted_set_size(num_generations: int, default: int) -> int:
+    """The set size of a run that gives none: the default n, or N - 1 where a group of N cannot hold it (the most of
+    the set objective such a group gives; at N = 2 that is n = 1, where f({i}) is r_i for a rollout with a strategy
+    and 0 for a degenerate one, so the advantage is Dr.GRPO's on the mean reward)."""
+    return min(default, num_generations - 1)
+
+
 def trainer_config(
     trainer: str,
     suffix: str,
@@ -167,6 +176,7 @@ def trainer_config(
     judge: Any,
     values: dict[str, Any],
     method: Any = None,
+    sources: dict[str, str] | None = None,
 ) -> tuple[GRPOConfig, PolyEPOSettings]:
     """The run's config, placed in GRPOTrainer's ``arguments`` (bound by name) as ``args``, and its Poly-EPO
     settings, for ``trainer`` (its name, for errors) given ``judge=`` and the settings' keyword arguments
@@ -176,9 +186,15 @@ def trainer_config(
       ``GRPOConfig("<model name>-GRPO")``), judging with ``DEFAULT_JUDGE`` unless given a judge;
     - a ``PolyEPOConfig``: its own settings (``values`` refused: they belong on the config);
     - any other ``GRPOConfig``: kept as it is, the settings from ``values`` over the defaults (``DEFAULT_JUDGE``
-      unless given a judge); the GRPO settings that differ from the paper's are said once in the log."""
+      unless given a judge, and a set size the group holds, ``fitted_set_size``, unless given one); the GRPO
+      settings that differ from the paper's are said once in the log.
+
+    ``sources`` is filled with where the judge and the set size came from, for the run's start-up line."""
     uses = method.uses if method is not None else ("set_size",)
+    sources = {} if sources is None else sources
     config = arguments.get("args")
+    sources["judge"] = "judge=" if judge is not None else "keyword judge=" if "judge" in values else "default"
+    sources["set_size"] = "keyword set_size=" if "set_size" in values else "default"
     if config is None:
         model = arguments["model"]
         name = model if isinstance(model, str) else get_config_model_id(model.config)
@@ -197,14 +213,28 @@ def trainer_config(
         config.check_with(config)
         config.check_set_size(config, uses)
         say_unused(trainer, method, changed_settings(config))
+        defaults = PolyEPOSettings.__dataclass_fields__
+        for setting in ("judge", "set_size"):
+            if getattr(config, setting) != defaults[setting].default:
+                sources[setting] = f"PolyEPOConfig.{setting}, a recipe's {setting}:"
         return config, config
     if not isinstance(config, GRPOConfig):
         raise TypeError(
             f"{trainer} needs args=GRPOConfig(...) (or PolyEPOConfig, with the paper's defaults), got "
             f"{type(config).__name__}."
         )
+    declared = settings_names() & {f.name for f in fields(config)}
+    for setting in sorted(declared & {"judge", "set_size"}):
+        if sources[setting] == "default" and not (setting == "judge" and judge is not None):
+            sources[setting] = f"{type(config).__name__}.{setting}"
     values = settings_of_config(trainer, config, values, judge)
     values.setdefault("judge", DEFAULT_JUDGE if judge is None else None)
+    default_size = SetSettings.__dataclass_fields__["set_size"].default
+    if "set_size" not in values and (uses is None or "set_size" in uses) and config.num_generations <= default_size:
+        values["set_size"] = fitted_set_size(config.num_generations, default_size)
+        sources["set_size"] = (
+            f"fitted: a group of num_generations={config.num_generations} cannot hold the default {default_size}"
+        )
     settings = PolyEPOSettings.for_grpo(config, uses, **values)
     say_unused(trainer, method, {name: settings_value for name, settings_value in values.items() if name != "judge"})
     departures = departures_from_paper(config)
@@ -219,6 +249,21 @@ def trainer_config(
     return config, settings
 
 
+def start_line(trainer: str, method: Any, chosen: dict[str, tuple[Any, str]]) -> str:
+    """What a run trains with and where each came from: ``chosen`` maps the method, the judge and the set size (those
+    the method uses) to (value, source), the source being how the user gave it, ``"default"`` or ``"fitted: why"``;
+    a default names the keyword that changes it."""
+    parts = []
+    for name, (value, source) in chosen.items():
+        if source == "default":
+            parts.append(f"{name} {value!r} (the default; {name}=... changes it)")
+        elif source.startswith("fitted"):
+            parts.append(f"{name} {value!r} ({source}; {name}=... sets it)")
+        else:
+            parts.append(f"{name} {value!r} (given: {source})")
+    return f"{trainer} ({method.label or method.name}) trains with " + ", ".join(parts) + "."
+
+
 def settings_names() -> frozenset[str]:
     """The keyword arguments a trainer takes beside a plain ``GRPOConfig``: every ``PolyEPOSettings`` field."""
     return frozenset(f.name for f in fields(PolyEPOSettings))
@@ -226,7 +271,7 @@ def settings_names() -> frozenset[str]:
 
 def builtin_method_settings() -> tuple[str, ...]:
     """The registered methods' settings that every config carries (the built-in methods'): one the run's method
-    does not read is said to be unused, never refused, so the paper's recipes differ in their ``trainer:`` only."""
+    does not read is said to be unused, never refused, so a recipe's method switches with its ``trainer:`` alone."""
     return tuple(name for name in setting_owners() if name in settings_names())
 
 

@@ -36,7 +36,14 @@ from ..judges.prompts import describe_tools
 from ..methods import Method, MethodResult, apply_method, get_method
 from ..rewards.checks import checked_reward
 from . import step as steps
-from .config import method_values, own_settings, settings_names, settings_owned_elsewhere, trainer_config
+from .config import (
+    method_values,
+    own_settings,
+    settings_names,
+    settings_owned_elsewhere,
+    start_line,
+    trainer_config,
+)
 from .engines import save_config_beside_shards
 from .inputs import check_keywords, check_reward_columns, checked_dataset
 from .judging import GroupJudging
@@ -80,7 +87,12 @@ class PolyEPOTrainer(GRPOTrainer):
         values = {key: kwargs.pop(key) for key in settings_names() & set(kwargs)}
         given = {key: kwargs.pop(key) for key in own & set(kwargs)}
         arguments = grpo_arguments(args, kwargs)
-        config, self.settings = trainer_config(name, self.output_suffix(), arguments, judge, values, self.method)
+        sources: dict[str, str] = {}
+        config, self.settings = trainer_config(
+            name, self.output_suffix(), arguments, judge, values, self.method, sources
+        )
+        self.start_line = start_line(name, self.method, self.chosen_settings(method, judge, sources))
+        logger.warning(self.start_line)
         given = method_values(name, self.method, config, given)
         self.method_settings = self.method.make_settings(given, self.settings)  # what the method is given
         self.check_inputs(arguments)
@@ -163,6 +175,24 @@ class PolyEPOTrainer(GRPOTrainer):
 
     def count_nans(self, count: int) -> None:
         self.nans += count
+
+    def chosen_settings(self, method: Any, judge: Any, sources: dict[str, str]) -> dict[str, tuple[Any, str]]:
+        """The method, the judge and the set size this run trains with (those its method uses), each with where it
+        came from (``start_line``)."""
+        if self.method_name is not None:
+            method_source = f"{type(self).__name__}'s own"
+        else:
+            method_source = "default" if method is None else "method="
+        chosen: dict[str, tuple[Any, str]] = {"method": (self.method.name, method_source)}
+        if self.method.needs_judge:
+            if judge is not None and not (isinstance(judge, JudgePipeline) and isinstance(self.settings.judge, str)):
+                name = getattr(judge, "__name__", None) or getattr(judge, "name", None) or type(judge).__name__
+                chosen["judge"] = (judge if isinstance(judge, str) else name, sources["judge"])
+            else:  # a spec, or the pipeline a recipe's command built from it
+                chosen["judge"] = (self.settings.judge, sources["judge"])
+        if self.method.uses is None or "set_size" in self.method.uses:
+            chosen["set_size"] = (self.settings.set_size, sources["set_size"])
+        return chosen
 
     @classmethod
     def chosen_method(cls, method: Any) -> Method:
@@ -363,6 +393,7 @@ class PolyEPOTrainer(GRPOTrainer):
                 f"## {self._name} settings",
                 "",
                 f"- Method: `{self.method.name}` ({self.method.kind}).",
+                f"- At start: {self.start_line}",
                 *judge,
                 *([method] if method else []),
                 f"- GRPO loss: `loss_type={args.loss_type}`, `scale_rewards={args.scale_rewards}`, "
