@@ -168,12 +168,20 @@ def judge_input(completion: Any) -> Any:
 
 def _plain_message(message: dict) -> dict:
     content = message.get("content")
-    if isinstance(content, list):
+    if is_value(content):
+        content = str(content)
+    elif isinstance(content, list):
         content = [
             block if isinstance(block, dict) and block.get("type", "text") == "text" else {"type": _kind(block)}
             for block in content
         ]
     return {**message, "content": content}
+
+
+def is_value(content: Any) -> bool:
+    """Whether a message's list content is a tool's returned value (rows of a query, say) rather than content
+    blocks (dicts, each with a type): such a value is read as its text, ``str(content)``, never as blocks."""
+    return isinstance(content, list) and any(not isinstance(block, dict) for block in content)
 
 
 def _kind(block: Any) -> str:
@@ -225,7 +233,7 @@ def _content_text(content: Any) -> str:
     """Text of a message's content: a string, or content blocks (text kept, an image or other block named)."""
     if content is None:
         return ""
-    if isinstance(content, list):
+    if isinstance(content, list) and not is_value(content):
         pieces = []
         for block in content:
             if isinstance(block, dict) and block.get("type", "text") == "text":

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from poly_epo_trl.text import message_text, trajectory_text, trajectory_turns
+from poly_epo_trl.text import judge_input, message_text, trajectory_text, trajectory_turns
 
 
 def call(name, arguments):
@@ -256,3 +256,20 @@ def test_adversarial_text_in_every_field_is_read_back_intact(group, problem):
         for (role, text), message in zip(turns, messages, strict=True):
             assert role == ("tool_result" if message["role"] == "tool" else "assistant")
             assert message["content"].strip() in text
+
+
+def test_a_tool_result_of_any_type_reaches_the_judge_as_its_text():
+    """A tool that returns rows (a list of tuples, as an SQL tool does): TRL puts the list in the tool message; the
+    judge and the audit file read it as its text, not as content blocks named by type."""
+    rows = [("alice", 3), ("bob", 5)]
+    trajectory = [
+        {"role": "assistant", "content": "", "tool_calls": [call("query", {"sql": "SELECT name, n FROM t"})]},
+        {"role": "tool", "name": "query", "content": rows},
+        {"role": "assistant", "content": "bob has the most."},
+    ]
+    turns = trajectory_turns(trajectory_text(trajectory))
+    assert turns[1] == ("tool_result", f"(result of query, from the environment)\n{rows}")
+    crossed = judge_input(trajectory)
+    assert crossed[1]["content"] == str(rows) and "tuple" not in str(crossed[1]["content"])
+    blocks = [{"type": "text", "text": "a chart:"}, {"type": "image", "image": b"..."}]  # content blocks stay blocks
+    assert judge_input([{"role": "tool", "content": blocks}])[0]["content"] == [blocks[0], {"type": "image"}]
