@@ -16,6 +16,42 @@ class RecipeError(ValueError):
     """A recipe that cannot run; the message says what to change."""
 
 
+OPEN_R1_PROMPT = (
+    "for open-r1's prompt (its system_prompt as a system message, the column as the user message, nothing appended) "
+    "write prompt_column: <the column>, instruction: '' and system_prompt: <its system_prompt>"
+)
+OPEN_R1_REWARD_KNOB = (
+    "a setting of open-r1's rewards: name the reward, or the factory that makes it, by path in reward_funcs "
+    "(open_r1.rewards:get_cosine_scaled_reward) and give its arguments under reward_kwargs, keyed by that name "
+    "(reward_kwargs: {open_r1.rewards:get_cosine_scaled_reward: {max_len: 1000}})"
+)
+OPEN_R1_REWARD_KNOBS = (
+    "cosine_min_value_wrong", "cosine_max_value_wrong", "cosine_min_value_correct", "cosine_max_value_correct",
+    "cosine_max_len", "repetition_n_grams", "repetition_max_penalty", "code_language", "code_eval_test_batch_size",
+    "parallel_code_exec_per_proc", "e2b_router_url", "morph_router_url", "code_provider", "ioi_provider",
+)  # fmt: skip
+# Keys of other recipes that are not ours (TRL's older names, open-r1's own fields), each with what to write instead:
+# said before any near-miss spelling, which could point at a setting of another meaning (torch_dtype is not
+# torch_compile, max_prompt_length is not max_completion_length, hub_model_revision is not model_revision)
+FOREIGN_KEYS = {
+    "torch_dtype": "TRL's older name: write dtype",
+    "max_prompt_length": "gone from TRL's GRPOConfig, which keeps whole prompts: max_prompt_tokens drops longer ones",
+    "hub_model_revision": "open-r1's branch to push to: write hub_revision (model_revision is the one to load)",
+    "push_to_hub_revision": "open-r1's: push_to_hub: true with hub_revision pushes to that branch",
+    "overwrite_hub_revision": "open-r1's: drop it (hub_revision names the branch, which each push updates)",
+    "wandb_entity": "open-r1's: set the environment variable WANDB_ENTITY, with report_to: wandb",
+    "wandb_project": "open-r1's: set the environment variable WANDB_PROJECT, with report_to: wandb",
+    "wandb_run_group": "open-r1's: set the environment variable WANDB_RUN_GROUP, with report_to: wandb",
+    "wandb_log_unique_prompts": "open-r1's: drop it (log_completions logs the prompts and completions)",
+    "dataset_prompt_column": f"open-r1's prompt column: {OPEN_R1_PROMPT}",
+    "benchmarks": "open-r1's benchmarks after training: run poly-epo eval on the trained model",
+    "callbacks": "open-r1's Hub-push callbacks: drop it (push_to_hub pushes each save)",
+    "max_completion_len": "a reward's length setting (get_soft_overlong_punishment's): give it under reward_kwargs "
+    "for that reward; max_completion_length is the generation's length in tokens",
+    **dict.fromkeys(OPEN_R1_REWARD_KNOBS, OPEN_R1_REWARD_KNOB),
+}
+
+
 def parse_recipe(
     classes: tuple[type, ...],
     argv: list[str] | None,
@@ -119,6 +155,9 @@ def _explain_unknown(message: str, classes: tuple[type, ...], elsewhere: dict[st
     for key in keys:
         if key[2:] in elsewhere:
             hints.append(f"{key[2:]!r} ({elsewhere[key[2:]]})")
+            continue
+        if key[2:] in FOREIGN_KEYS:
+            hints.append(f"{key[2:]!r} ({FOREIGN_KEYS[key[2:]]})")
             continue
         close = difflib.get_close_matches(key[2:], known, n=1)
         hints.append(f"{key[2:]!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))

@@ -2,6 +2,7 @@
 loads, with exit code 2, one message that names the field, and no traceback."""
 
 import importlib.util
+import logging
 from pathlib import Path
 
 import pytest
@@ -87,6 +88,24 @@ RECIPES = [
     ("four_bit_without_bitsandbytes", RECIPE + "load_in_4bit: true\n", "load_in_4bit=true needs bitsandbytes"),
     ("lora_rank_text", RECIPE + "use_peft: true\nlora_r: big\n", "lora_r"),
     ("dtype_number", RECIPE + "dtype: 16\n", "dtype"),
+    # other recipes' keys: what to write instead, never a near-miss setting of another meaning
+    ("trl_torch_dtype", RECIPE + "torch_dtype: bfloat16\n", "'torch_dtype' (TRL's older name: write dtype)"),
+    ("trl_max_prompt_length", RECIPE + "max_prompt_length: 512\n", "max_prompt_tokens drops longer ones"),
+    ("open_r1_hub_model_revision", RECIPE + "hub_model_revision: v1\n", "write hub_revision"),
+    ("open_r1_wandb_entity", RECIPE + "wandb_entity: me\n", "WANDB_ENTITY"),
+    (
+        "open_r1_prompt_column",
+        RECIPE + "dataset_prompt_column: problem\n",
+        "prompt_column: <the column>, instruction: ''",
+    ),
+    ("open_r1_reward_knob", RECIPE + "cosine_max_len: 1000\n", "reward_kwargs"),
+    ("reward_kwargs_unknown_reward", RECIPE + "reward_kwargs: {cosine: {max_len: 3}}\n", "which reward_funcs"),
+    (
+        "reward_kwargs_unknown_argument",
+        replaced("reward_funcs: [sum_pair]", "reward_funcs: [reward_factories:make_threshold]")
+        + "reward_kwargs: {reward_factories:make_threshold: {above: 3}}\n",
+        "gives ['above'], which reward_factories:make_threshold does not take: it takes ['at']",
+    ),
 ]
 
 
@@ -212,3 +231,49 @@ def test_eval_checkpoint_without_a_model_names_the_latest_checkpoint(tmp_path, c
             evaluate.main([*argv, *extra])
         err = capsys.readouterr().err
         assert stop.value.code == 2 and word in err and "Traceback" not in err, err[-600:]
+
+
+def test_a_reward_takes_its_arguments_from_the_recipe(tmp_path, monkeypatch):
+    """reward_kwargs: a reward function gets them bound, keeping its name (TRL's metric names); a factory (a function
+    without completions, as open-r1's get_cosine_scaled_reward) is called with them for its reward."""
+    from poly_epo_trl.assembly.shared import resolve_rewards
+    from poly_epo_trl.commands.train import parse
+
+    monkeypatch.chdir(ROOT)
+    recipe = tmp_path / "recipe.yaml"
+    text = RECIPE.replace("output_dir: outputs/tiny/poly_epo/cpu", f"output_dir: {tmp_path / 'out'}")
+    funcs = "reward_funcs: [reward_factories:scaled_length, reward_factories:make_threshold]\n"
+    kwargs = (
+        "reward_kwargs: {reward_factories:scaled_length: {scale: 2.0}, reward_factories:make_threshold: {at: 3}}\n"
+    )
+    recipe.write_text(text.replace("reward_funcs: [sum_pair]\n", funcs) + kwargs)
+    script_args, _, _ = parse(["--config", str(recipe)])
+    scaled, threshold = resolve_rewards(script_args, None)
+    assert scaled.__name__ == "scaled_length" and threshold.__name__ == "at_least_3"
+    assert scaled(["ab", "abcd"]) == [4.0, 8.0] and threshold(["ab", "abcd"]) == [0.0, 1.0]
+    script_args, *_ = parse(
+        ["--config", str(recipe), "--reward_kwargs", '{"reward_factories:scaled_length": {"scale": 3}}']
+    )
+    assert script_args.reward_kwargs == {"reward_factories:scaled_length": {"scale": 3}}  # JSON on the command line
+
+
+def test_a_column_the_table_has_but_the_prompts_leave_out_is_named_with_the_key_that_keeps_it(
+    tmp_path, capsys, monkeypatch, caplog
+):
+    monkeypatch.chdir(ROOT)
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text('{"problem": "What is 1 + 1?", "answer": "2", "solution": "1 + 1 = 2"}\n' * 4)
+    recipe = tmp_path / "recipe.yaml"
+    text = RECIPE.replace("output_dir: outputs/tiny/poly_epo/cpu", f"output_dir: {tmp_path / 'out'}")
+    text = text.replace("dataset_name: builtin:sum_pair", f"dataset_name: {rows}").replace('instruction: ""\n', "")
+    text = text.replace("judge: sum_pair", "judge: answer")
+    recipe.write_text(text.replace("reward_funcs: [sum_pair]", "reward_funcs: [reward_factories:solution_length]"))
+    with caplog.at_level(logging.WARNING), pytest.raises(SystemExit):
+        main(["--config", str(recipe), "--dry_run", "true"])
+    err = capsys.readouterr().err
+    assert "which the table has but the training rows leave out" in err and "keep_columns: [solution]" in err, err
+    said = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert any("with the math instruction appended" in m for m in said), said  # the prompt changed, said in the log
+    parts = main(["--config", str(recipe), "--dry_run", "true", "--keep_columns", "solution", "--instruction", ""])
+    rows = parts.train_dataset  # the dry run's assembled parts: the column kept, the prompt as the table has it
+    assert rows[0]["solution"] == "1 + 1 = 2" and rows[0]["prompt"] == "What is 1 + 1?", rows[0]

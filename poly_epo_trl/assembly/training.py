@@ -23,6 +23,7 @@ from ..data import (
     format_dataset,
     mixture_columns,
     problem_fingerprints,
+    prompt_format,
     refuse_training_rows,
 )
 from ..environments import AgentArguments, agent_parts, agent_tools, check_environment_column, check_tool_template
@@ -106,6 +107,13 @@ class ScriptArguments(DatasetArguments, CodeRewardSettings, AgentArguments):
         metadata={
             "help": f"What eval/maj@n counts: one of {VOTE_MODES}, as poly-epo eval's vote_answer ('plan': an "
             "agent's tool calls in order, then its final text)."
+        },
+    )
+    chat_template: str | None = field(
+        default=None,
+        metadata={
+            "help": "The chat template of the model's tokenizer for this run: a Jinja template, or a file holding one "
+            "(open-r1's and TRL's SFT key). The prompts are rendered with it and the saved tokenizer keeps it."
         },
     )
     max_prompt_tokens: int | None = field(
@@ -220,13 +228,26 @@ def assemble_training(
     tokenizer = None
     if agent:
         tokenizer = load_tokenizer(
-            model_args.model_name_or_path, model_args.model_revision, "environment_factory and tools"
+            model_args.model_name_or_path,
+            model_args.model_revision,
+            "environment_factory and tools",
+            script_args.chat_template,
         )
         check_tool_template(tokenizer)
     trained = problem_fingerprints(table, script_args, script_args.max_train_samples)
     dataset = format_dataset(table, script_args, script_args.max_train_samples, keep=keep)
+    said = prompt_format(script_args, table.column_names)
+    if script_args.instruction is None and said.instruction:
+        logger.warning(
+            "The prompts are column %r with the math instruction appended (%r); instruction: '' keeps them as the "
+            "table has them, instruction: <text> appends another.",
+            said.column,
+            said.instruction,
+        )
     if script_args.max_prompt_tokens is not None and len(dataset):
-        tokenizer = tokenizer or load_tokenizer(model_args.model_name_or_path, model_args.model_revision)
+        tokenizer = tokenizer or load_tokenizer(
+            model_args.model_name_or_path, model_args.model_revision, chat_template=script_args.chat_template
+        )
         dataset, dropped = drop_long_prompts(dataset, tokenizer, script_args.max_prompt_tokens)
         logger.info("max_prompt_tokens=%d: dropped %d overlong prompts", script_args.max_prompt_tokens, dropped)
         if len(dataset) == 0:
@@ -236,7 +257,7 @@ def assemble_training(
             f"dataset_name={script_args.dataset_name!r} has no rows in split {script_args.dataset_train_split!r} "
             "(dataset_train_split)."
         )
-    check_reward_columns(rewards, dataset, script_args)
+    check_reward_columns(rewards, dataset, script_args, table.column_names)
     judge = None
     method = get_method(script_args.trainer)
     if method.needs_judge and training_args.judge is None:
@@ -276,12 +297,21 @@ def assemble_training(
     return TrainingParts(rewards, dataset, judge, eval_rows, trained, agent, eval_dataset)
 
 
-def check_reward_columns(rewards: list[Any], dataset: Any, script_args: ScriptArguments) -> None:
+def check_reward_columns(
+    rewards: list[Any], dataset: Any, script_args: ScriptArguments, table_columns: list[str] | None = None
+) -> None:
     """RecipeError for a reward that reads a column the training rows lack, or that one dataset of a mixture lacks
-    (its rows would reach the reward as None and earn nothing, silently)."""
+    (its rows would reach the reward as None and earn nothing, silently). A column the table has (``table_columns``)
+    but the prompts left out is named with the key that keeps it."""
     missing = missing_columns(rewards, dataset.column_names)
     if missing:
         reward, column = missing[0]
+        if column in (table_columns or []):
+            raise RecipeError(
+                f"reward {reward!r} reads the column {column!r}, which the table has but the training rows leave out "
+                f"(they keep {dataset.column_names}): add it to keep_columns (keep_columns: [{column}]), or use "
+                "TRL's 'prompt' column (prompt_column: prompt), whose rows keep every column."
+            )
         raise RecipeError(
             f"reward {reward!r} reads the column {column!r}, which the training rows lack (their columns: "
             f"{dataset.column_names}): point the data at a table that has it, or drop the reward."

@@ -4,7 +4,8 @@
         --config recipes/Qwen3-4B-Base/poly_epo/config_polaris.yaml
     python -m poly_epo_trl.train --config recipes/tiny/poly_epo/config_cpu.yaml --dry_run true
 
-``trainer`` picks Poly-EPO, Dr.GRPO or GRPO+DIV, so the paper's comparison is three recipes that differ in one line.
+``trainer`` picks Poly-EPO, Dr.GRPO or GRPO+DIV, so switching a recipe's method is one line (the paper's three
+recipes also differ in ``epsilon_high``, as the authors ran them).
 Everything is checked before the model loads: unknown keys, dataset columns, rewards, the judge (one probe call).
 """
 
@@ -28,6 +29,7 @@ from poly_epo_trl.assembly import (
     cpu_slowdowns,
     hub_dataset_name,
     is_main_process,
+    load_tokenizer,
     model_init_kwargs,
     parse_and_run,
     pass_at_k_callback,
@@ -217,7 +219,12 @@ def make_trainer(
     model = resolve_model(model_args.model_name_or_path)
     training_args.model_init_kwargs = model_init_kwargs(model_args, training_args)
     method = get_method(script_args.trainer)
-    kwargs = {"judge": parts.judge} if method.needs_judge else {}
+    kwargs: dict[str, Any] = {"judge": parts.judge} if method.needs_judge else {}
+    if script_args.chat_template is not None:  # the tokenizer as TRL loads it, with the recipe's template
+        kwargs["processing_class"] = load_tokenizer(
+            model, model_args.model_revision, "chat_template", script_args.chat_template, padding_side="left",
+            truncation_side="left",
+        )  # fmt: skip
     trainer = PolyEPOTrainer(
         **script_args.method_settings,
         method=method,

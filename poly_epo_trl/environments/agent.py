@@ -3,6 +3,7 @@ takes and checked at the door (``agent_parts``), and what the agent can call (``
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,8 +28,18 @@ class AgentArguments:
     reward_funcs: list[str] | None = field(
         default=None,
         metadata={
-            "help": "Rewards by name: 'math', 'code', 'sum_pair', or 'package.module:function'. Unset: ['math'], or "
+            "help": "Rewards by name: 'math', 'code', a task's ('sum_pair', ...), TRL's ('accuracy_reward', "
+            "'reasoning_accuracy_reward', 'think_format_reward', 'get_soft_overlong_punishment'), or "
+            "'package.module:function'. Unset: ['math'], or "
             "none with environment_factory (its get_reward is the reward)."
+        },
+    )
+    reward_kwargs: dict[str, Any] | str | None = field(
+        default=None,
+        metadata={
+            "help": "Arguments for rewards, keyed by the name reward_funcs gives each: {name: {argument: value}} (a "
+            "JSON string on the command line). A reward function gets them bound; a factory, a function without "
+            "`completions` (open-r1's get_cosine_scaled_reward), is called with them for the reward it returns."
         },
     )
     environment_factory: dict[str, str] | str | None = field(
@@ -58,6 +69,16 @@ class AgentArguments:
     def settle_reward_funcs(self, reward_model: str | None = None) -> None:
         """Unset ``reward_funcs``: ``[math]``, or none when an environment or a reward model brings the reward;
         RecipeError when empty without either. Called from the recipe's ``__post_init__``."""
+        if isinstance(self.reward_kwargs, str):  # from the command line: JSON, as TRL reads model_init_kwargs
+            try:
+                self.reward_kwargs = json.loads(self.reward_kwargs)
+            except json.JSONDecodeError as error:
+                raise RecipeError(f"reward_kwargs={self.reward_kwargs!r}: not JSON ({error}).") from None
+        if self.reward_kwargs is not None and not isinstance(self.reward_kwargs, dict):
+            raise RecipeError(
+                f"reward_kwargs is {type(self.reward_kwargs).__name__}: give a mapping {{reward name: {{argument: "
+                "value}}}."
+            )
         if self.reward_funcs is None:
             self.reward_funcs = [] if self.environment_factory or reward_model else ["math"]
         if not self.reward_funcs and not self.environment_factory and not reward_model:
