@@ -68,3 +68,24 @@ def test_notebooks_are_clean(path):
             assert "warning" not in text.lower() and output.get("name") != "stderr", text[:300]
     for cell in notebook.cells:
         assert not HISTORY.findall(cell.source), HISTORY.findall(cell.source)
+
+
+def test_the_citation_file_validates_against_the_citation_file_format_schema():
+    """CITATION.cff against CFF 1.2.0's schema (the one cffconvert --validate uses, kept in tests/helpers/schemas):
+    the software's authors and version at the top, the paper under preferred-citation; the version is the package's."""
+    import configparser
+    import json
+
+    import jsonschema
+    import yaml
+
+    schema = json.loads((ROOT / "tests/helpers/schemas/citation-file-format-1.2.0.json").read_text())
+    citation = yaml.safe_load((ROOT / "CITATION.cff").read_text())
+    jsonschema.validate(citation, schema)
+    setup = configparser.ConfigParser()
+    setup.read(ROOT / "setup.cfg")
+    assert str(citation["version"]) == setup["metadata"]["version"]
+    assert citation["preferred-citation"]["identifiers"][0]["value"] == "arXiv:2604.17654"
+    without_authors = {k: v for k, v in citation.items() if k != "authors"}
+    with pytest.raises(jsonschema.ValidationError, match="'authors' is a required property"):
+        jsonschema.validate(without_authors, schema)

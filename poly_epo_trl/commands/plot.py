@@ -20,7 +20,7 @@ from poly_epo_trl.recipe import RecipeError
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="poly-epo plot", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="poly-epo plot", description=__doc__.split("\n\n")[0].replace("``", ""))
     parser.add_argument("run_dirs", nargs="+", type=Path, help="training output_dirs (a method's seeds: <name>-seedK)")
     parser.add_argument("--out", type=Path, help=f"the PNG (default: {FIGURE} in the run's folder, or their parent)")
     return parser.parse_args(argv)
