@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import json
 import sys
 import types
 import typing
@@ -136,6 +137,20 @@ def recipe_value(argv: list[str] | None, key: str) -> Any:
         if isinstance(config, dict):
             return config.get(key)
     return None
+
+
+def json_mapping(name: str, value: Any, what: str) -> dict[str, Any] | None:
+    """A mapping field's value as a recipe or a command line gives it: a mapping, None, or a JSON string of a
+    mapping (parsed, as TRL reads ``model_init_kwargs``); RecipeError naming the field otherwise (``what``: what it
+    maps)."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError as error:
+            raise RecipeError(f"{name} is not JSON ({error}): give a mapping.") from None
+    if value is not None and not isinstance(value, dict):
+        raise RecipeError(f"{name} must be a mapping of {what}, got {value!r}.")
+    return value
 
 
 def _argument_error(message: str) -> None:

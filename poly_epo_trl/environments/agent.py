@@ -3,12 +3,11 @@ takes and checked at the door (``agent_parts``), and what the agent can call (``
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..recipe import RecipeError
+from ..recipe import RecipeError, json_mapping
 from .base import (
     MULTI_ENVIRONMENT_COLUMN,
     check_environment_column,
@@ -69,16 +68,7 @@ class AgentArguments:
     def settle_reward_funcs(self, reward_model: str | None = None) -> None:
         """Unset ``reward_funcs``: ``[math]``, or none when an environment or a reward model brings the reward;
         RecipeError when empty without either. Called from the recipe's ``__post_init__``."""
-        if isinstance(self.reward_kwargs, str):  # from the command line: JSON, as TRL reads model_init_kwargs
-            try:
-                self.reward_kwargs = json.loads(self.reward_kwargs)
-            except json.JSONDecodeError as error:
-                raise RecipeError(f"reward_kwargs={self.reward_kwargs!r}: not JSON ({error}).") from None
-        if self.reward_kwargs is not None and not isinstance(self.reward_kwargs, dict):
-            raise RecipeError(
-                f"reward_kwargs is {type(self.reward_kwargs).__name__}: give a mapping {{reward name: {{argument: "
-                "value}}}."
-            )
+        self.reward_kwargs = json_mapping("reward_kwargs", self.reward_kwargs, "reward names to their arguments")
         if self.reward_funcs is None:
             self.reward_funcs = [] if self.environment_factory or reward_model else ["math"]
         if not self.reward_funcs and not self.environment_factory and not reward_model:

@@ -4,11 +4,11 @@ judge they describe."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..recipe import json_mapping
 from ..text import TOOL_RESULT_CHARS
 from .http import check_url
 from .llm import STRUCTURED_OUTPUTS, LMOptions
@@ -198,13 +198,7 @@ class JudgeSettings:
             )
         if self.judge_fallback_patience < 1:
             raise ValueError(f"judge_fallback_patience must be at least 1 step, got {self.judge_fallback_patience}.")
-        if isinstance(self.judge_extra_body, str):
-            try:
-                self.judge_extra_body = json.loads(self.judge_extra_body)
-            except ValueError as error:
-                raise ValueError(f"judge_extra_body is not JSON ({error}): give a mapping.") from None
-        if self.judge_extra_body is not None and not isinstance(self.judge_extra_body, dict):
-            raise ValueError(f"judge_extra_body must be a mapping of request fields, got {self.judge_extra_body!r}.")
+        self.judge_extra_body = json_mapping("judge_extra_body", self.judge_extra_body, "request fields")
         if self.judge_base_url is not None:
             check_url(self.judge_base_url, "judge_base_url")
         if self.judge is not None:

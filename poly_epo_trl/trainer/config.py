@@ -223,11 +223,10 @@ def trainer_config(
             f"{trainer} needs args=GRPOConfig(...) (or PolyEPOConfig, with the paper's defaults), got "
             f"{type(config).__name__}."
         )
-    declared = settings_names() & {f.name for f in fields(config)}
-    for setting in sorted(declared & {"judge", "set_size"}):
-        if sources[setting] == "default" and not (setting == "judge" and judge is not None):
-            sources[setting] = f"{type(config).__name__}.{setting}"
     values = settings_of_config(trainer, config, values, judge)
+    for setting in ("judge", "set_size"):  # neither a keyword nor judge=, yet given: a field of the config's own
+        if sources[setting] == "default" and setting in values:
+            sources[setting] = f"{type(config).__name__}.{setting}"
     values.setdefault("judge", DEFAULT_JUDGE if judge is None else None)
     default_size = SetSettings.__dataclass_fields__["set_size"].default
     if "set_size" not in values and (uses is None or "set_size" in uses) and config.num_generations <= default_size:
