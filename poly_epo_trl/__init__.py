@@ -9,8 +9,8 @@ import importlib
 from typing import Any
 
 from .commands import install as _install_moved_entry_points
+from .constants import VERSION as __version__
 
-__version__ = "0.1.0"
 _install_moved_entry_points()  # poly_epo_trl.train and the other entry points' older names (``commands``)
 
 _EXPORTS = {

@@ -106,6 +106,13 @@ def test_imports_go_down(path):
         assert FLOORS[other] < FLOORS[here], f"{path.relative_to(PACKAGE)} ({here}) imports {other}, not below it"
 
 
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_module_imports_the_package_face_back(path):
+    """The face (``poly_epo_trl/__init__.py``) stands above every room: no module under it imports it (a command
+    reads the version from the leaf ``constants``, where the installed metadata gives it)."""
+    assert "poly_epo_trl" not in imported_modules(path), f"{path.relative_to(PACKAGE)} imports the package face"
+
+
 def test_no_two_modules_import_each_other():
     """No cycle among the modules, counting every import statement that runs, wherever it is (a lazy import in a
     function is still a dependency; one under ``if TYPE_CHECKING:`` never runs). A package's __init__ counts as the
@@ -243,3 +250,15 @@ print(sorted(name for name in {heavy!r} if name in sys.modules))
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=PACKAGE.parent)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip() == "[]", f"imported with the judges: {done.stdout.strip()}"
+
+
+def test_the_version_is_written_once_and_read_from_the_installed_metadata():
+    """setup.cfg holds the version; the package reads it from what pip installed (``constants.VERSION``)."""
+    import configparser
+
+    import poly_epo_trl
+
+    setup = configparser.ConfigParser()
+    setup.read(PACKAGE.parent / "setup.cfg")
+    assert poly_epo_trl.__version__ == setup["metadata"]["version"]
+    assert not any('__version__ = "' in p.read_text() for p in PACKAGE.rglob("*.py"))

@@ -39,9 +39,9 @@ def main(argv: list[str] | None = None) -> None:
     if argv[0] in ("-V", "--version"):
         from importlib.metadata import version
 
-        from poly_epo_trl import __version__
+        from poly_epo_trl.constants import VERSION
 
-        print(f"poly_epo_trl {__version__} (TRL {version('trl')})")
+        print(f"poly_epo_trl {VERSION} (TRL {version('trl')})")
         return
     if argv[0] not in COMMANDS:
         print(f"error: unknown command {argv[0]!r}\n\n{usage()}", file=sys.stderr)

@@ -8,6 +8,8 @@ import shutil
 import subprocess
 from importlib.metadata import PackageNotFoundError, version
 
+from poly_epo_trl.constants import VERSION
+
 JUDGE_PACKAGES = {  # a judge, and the package behind it
     "anthropic": "anthropic",
     "openai (OpenAI-compatible servers: vllm serve, llama.cpp)": "httpx2",
@@ -40,11 +42,9 @@ def package_version() -> str:
     """This package's version, with the commit of a git install (``0.1.0+1a2b3c4``, as ``trl env`` gives TRL's)."""
     from trl.scripts.utils import get_git_commit_hash
 
-    from poly_epo_trl import __version__
-
     commit = get_git_commit_hash("poly_epo_trl")
     clean = commit is not None and not commit.startswith("Error")
-    return f"{__version__}+{commit[:7]}" if clean else __version__
+    return f"{VERSION}+{commit[:7]}" if clean else VERSION
 
 
 def sandbox() -> str:
