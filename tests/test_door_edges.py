@@ -22,7 +22,7 @@ from trl_recipes import conversational_math, trl_recipe, write_yaml
 from poly_epo_trl import GRPODivTrainer, PolyEPOTrainer
 from poly_epo_trl.commands import launch
 from poly_epo_trl.commands.cli import main as cli
-from poly_epo_trl.commands.train import main
+from poly_epo_trl.commands.train import main, parse
 from poly_epo_trl.data.rows import checked_prompts
 from poly_epo_trl.tasks.sum_pair import sum_pair_reward
 from poly_epo_trl.trainer import DrGRPOTrainer
@@ -176,11 +176,17 @@ def test_one_value_of_a_trl_list_field_is_taken_as_trl_takes_it(chat_model, tmp_
     assert model_args.lora_target_modules == ["q_proj", "v_proj"]
 
 
-def test_set_size_null_names_the_field(chat_model, tmp_path, capsys):
+def test_set_size_null_is_unset_and_a_null_of_a_field_without_none_names_the_field(chat_model, tmp_path, capsys):
+    """``set_size: null`` leaves the set size to the method (its default, fitted to the group), as leaving the key
+    out does; ``temperature: null`` (a field that takes no None) names the field."""
     argv = dry(chat_model, tmp_path, dataset_name=str(conversational_math(tmp_path / "a", [(1, 2)])))
     recipe = Path(argv[1])
-    recipe.write_text(recipe.read_text() + "set_size: null\n")
-    assert "set_size=None: it must be int (drop the key for its default)" in stops(argv, capsys)
+    text = recipe.read_text()
+    recipe.write_text(text + "set_size: null\n")
+    training_args = parse(argv)[1]
+    assert training_args.set_size == 4 and "set_size" not in training_args.given_settings
+    recipe.write_text(text + "temperature: null\n")
+    assert "temperature=None: it must be float (drop the key for its default)" in stops(argv, capsys)
 
 
 def test_a_missing_resume_checkpoint_and_an_output_dir_that_cannot_be_made_stop_in_one_line(
@@ -390,7 +396,7 @@ def test_a_run_never_resumes_or_skips_onto_another_methods_checkpoint(tmp_path, 
     for steps in (2, 4):  # 2: it would skip as finished; 4: it would resume
         err = stops(run_recipe(tmp_path, "poly_epo", steps), capsys)
         assert f"{checkpoint} was written by another run (trainer 'grpo')" in err
-        assert "this one (trainer 'poly_epo'" in err and "overwrite_output_dir: true" in err
+        assert "trainer 'grpo' there, 'poly_epo' here" in err and "overwrite_output_dir: true" in err
     trainer = main([*run_recipe(tmp_path, "poly_epo", 2), "--overwrite_output_dir", "true"])
     assert trainer.state.global_step == 2 and trainer.method.name == "poly_epo"
     with pytest.raises(ValueError, match="was written by another run"):

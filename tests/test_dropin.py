@@ -293,6 +293,26 @@ def test_a_set_size_given_that_the_group_cannot_hold_is_refused_naming_both_reme
     assert "set_size=..." in str(refused.value) and "PolyEPOConfig in place of GRPOConfig" in str(refused.value)
 
 
+def test_a_polyepoconfig_whose_group_cannot_hold_the_default_set_size_is_fitted_and_a_given_one_refused(
+    tmp_path, caplog
+):
+    """``PolyEPOConfig(num_generations=4)`` without a set size trains with n = 3 and says so, as a GRPOConfig does;
+    ``set_size=4`` given (a recipe's ``set_size: 4``) with that group is refused, naming the remedies."""
+    model = str(save_tiny_model(tmp_path / "model"))
+    small = {k: v for k, v in SMALL.items() if k not in ("set_size", "num_generations", "per_device_train_batch_size")}
+    config = dict(output_dir=str(tmp_path / "out"), **small, num_generations=4, per_device_train_batch_size=8)
+    args = PolyEPOConfig(**config, judge="distinct")
+    with caplog.at_level(logging.WARNING):
+        trainer = PolyEPOTrainer(model=model, reward_funcs=sum_pair_reward, args=args, train_dataset=toy_dataset())
+    assert trainer.method_settings.set_size == 3 and args.set_size == 3 and "set_size" not in args.given_settings
+    [line] = start_lines(caplog)
+    assert "set_size 3 (fitted: a group of num_generations=4 cannot hold the default 4; set_size=... sets it)" in line
+    given = PolyEPOConfig(**config, judge="distinct", set_size=4)
+    with pytest.raises(ValueError, match="set_size=4 with num_generations=4") as refused:
+        PolyEPOTrainer(model=model, reward_funcs=sum_pair_reward, args=given, train_dataset=toy_dataset())
+    assert "PolyEPOConfig in place of GRPOConfig" in str(refused.value) and "leave it out" in str(refused.value)
+
+
 def test_the_start_up_line_says_what_the_user_gave(tmp_path, caplog):
     model = save_tiny_model(tmp_path / "model")
     small = {k: v for k, v in SMALL.items() if k != "set_size"}

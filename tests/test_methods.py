@@ -18,6 +18,7 @@ import torch
 from pass_at_k_reference import chen_et_al
 from tiny import save_tiny_model, toy_dataset
 from training_run import ENV, ROOT, Run, max_difference
+from trl import GRPOConfig
 
 from poly_epo_trl import marginal_set_advantages
 from poly_epo_trl.commands.train import main
@@ -72,6 +73,16 @@ def clustered_power(batch, settings):
     return (batch.rewards - batch.rewards.nanmean(1, keepdim=True)) * (batch.group_size / batch.cluster_sizes()) ** (
         settings.power
     )
+
+
+@dataclass
+class OwnCoef:
+    diversity_coef: float = field(default=0.1, metadata={"help": "A weight of its own, named as GRPO+DIV's."})
+
+
+@advantage_method("scaled_own_coef", settings=OwnCoef, needs_judge=False)
+def own_coef(batch, settings):
+    return settings.diversity_coef * (batch.rewards - batch.rewards.nanmean(1, keepdim=True))
 
 
 def batch_of(rewards: list[list[float]], clusters: list[list[int]], mode: str = "train", texts=None) -> SetBatch:
@@ -130,6 +141,48 @@ def test_a_methods_own_setting_is_a_recipe_key_of_its_runs_only():
         parse([*TINY, "--trainer", "clustered_power", "--power", "-1"])
     with pytest.raises(RecipeError, match="power"):
         parse([*TINY, "--trainer", "clustered_power", "--power", "two"])
+
+
+def test_a_methods_default_is_its_own_never_the_configs(tmp_path):
+    """A method that declares ``diversity_coef: float = 0.1`` (a name PolyEPOConfig carries, with GRPO+DIV's 0.5)
+    trains with 0.1 where the recipe, the config and the keywords leave it out, and with what the user gave
+    otherwise, the config's own default value included; the advantages it gets are 0.1 x (r - mean)."""
+    from poly_epo_trl.commands.train import method_settings, parse
+
+    method = get_method("scaled_own_coef")
+    recipe = tmp_path / "recipe.yaml"  # the tiny recipe without its diversity_coef: 0.5 (GRPO+DIV's key)
+    lines = (ROOT / TINY[1]).read_text().splitlines()
+    recipe.write_text("\n".join(line for line in lines if not line.startswith("diversity_coef:")) + "\n")
+    assert "diversity_coef" not in recipe.read_text()
+    for argv, expected in (([], 0.1), (["--diversity_coef", "0.5"], 0.5), (["--diversity_coef", "2"], 2.0)):
+        script_args, training_args, _ = parse(["--config", str(recipe), "--trainer", "scaled_own_coef", *argv])
+        assert method_settings(method, script_args.method_settings, training_args) == OwnCoef(expected), argv
+    model = str(save_tiny_model(tmp_path / "model"))
+    reward = lambda completions, **k: [0.0] * len(completions)  # noqa: E731
+    common = dict(model=model, reward_funcs=reward, train_dataset=toy_dataset(), method="scaled_own_coef")
+    config = dict(output_dir=str(tmp_path / "out"), use_cpu=True, report_to="none", num_generations=4)
+    assert PolyEPOTrainer(**common, args=PolyEPOConfig(**config)).method_settings == OwnCoef(0.1)
+    assert PolyEPOTrainer(**common, args=PolyEPOConfig(**config, diversity_coef=0.5)).method_settings == OwnCoef(0.5)
+    trainer = PolyEPOTrainer(**common, args=GRPOConfig(**config))
+    assert trainer.method_settings == OwnCoef(0.1)
+    batch = batch_of([[1.0, 0.0, 1.0, 1.0]], [[0, 1, 2, 3]])
+    result = apply_method(trainer.method, batch, trainer.method_settings, "none")
+    torch.testing.assert_close(result.advantages, 0.1 * torch.tensor([[0.25, -0.75, 0.25, 0.25]], dtype=torch.float64))
+
+
+def test_resuming_with_another_value_of_a_methods_own_knob_is_refused(tmp_path, capsys):
+    """A method's own setting is part of the run's identity, as the built-in ones are: the same command with
+    ``power: 3.0`` does not train on from the checkpoints that ``power: 1.0`` wrote."""
+    argv = [*TINY, "--trainer", "clustered_power", "--save_strategy", "steps", "--save_steps", "2"]
+    argv += ["--output_dir", str(tmp_path / "run")]
+    main([*argv, "--power", "1.0"])
+    checkpoint = tmp_path / "run" / "checkpoint-2"
+    assert json.loads((checkpoint / "run_identity.json").read_text())["power"] == 1.0
+    with pytest.raises(SystemExit):
+        main([*argv, "--power", "3.0", "--max_steps", "4"])
+    err = capsys.readouterr().err
+    assert f"{checkpoint} was written by another run (trainer 'clustered_power'): power 1.0 there, 3.0 here" in err
+    assert main([*argv, "--power", "1.0", "--max_steps", "4"]).state.global_step == 4  # the same knob resumes
 
 
 def test_a_methods_own_setting_is_a_keyword_of_its_trainers_only(tmp_path):

@@ -38,7 +38,7 @@ from poly_epo_trl.assembly import (
 from poly_epo_trl.commands.launch import launch, launches
 from poly_epo_trl.data import save_training_problems
 from poly_epo_trl.evaluation.curves import FIGURE, plot_runs
-from poly_epo_trl.methods import Method, get_method
+from poly_epo_trl.methods import Method, get_method, resolve_settings
 from poly_epo_trl.models import resolve_model
 from poly_epo_trl.recipe import RecipeError, parse_recipe, recipe_value
 from poly_epo_trl.tasks import task_defaults
@@ -84,14 +84,20 @@ def parse(argv: list[str] | None = None) -> tuple[ScriptArguments, PolyEPOConfig
     script_args, training_args, model_args, *method_args = parse_recipe(
         (*classes, *([own] if own else [])), argv, defaults, elsewhere
     )
+    values = asdict(method_args[0]) if method_args else {}
     try:
-        training_args.check_set_size(training_args, method.uses)
-        values = asdict(method_args[0]) if method_args else {}
-        method.make_settings(values, training_args)  # its own check, before anything loads
+        method_settings(method, values, training_args)  # its own check, before anything loads
     except (TypeError, ValueError) as error:
         raise RecipeError(f"trainer={script_args.trainer!r}: {error}") from None
     script_args.method_settings = values
     return script_args, training_args, model_args
+
+
+def method_settings(method: Method, own: dict[str, Any], training_args: PolyEPOConfig) -> Any:
+    """The settings the recipe's method trains with: its own keys ``own`` and the config's fields the recipe set
+    (``methods.resolve_settings``); the run's config for a method without settings of its own."""
+    given = {**training_args.given_settings, **own}
+    return resolve_settings(method, given, training_args.num_generations, training_args).settings
 
 
 def method_recipe_class(method: Method, classes: tuple[type, ...]) -> type | None:
@@ -105,10 +111,16 @@ def method_recipe_class(method: Method, classes: tuple[type, ...]) -> type | Non
     return make_dataclass(
         f"{method.settings.__name__}Keys",
         [
-            (f.name, hints[f.name], field(default=f.default, default_factory=f.default_factory, metadata=f.metadata))
+            (f.name, hints[f.name], field(default=f.default, default_factory=f.default_factory, metadata=help_of(f)))
             for f in own
         ],
     )
+
+
+def help_of(spec: Any) -> dict[str, Any]:
+    """A field's metadata as TRL's parser passes it to argparse: its help (a marker such as ``FITS_GROUP`` is the
+    resolver's, not an argument of ``add_argument``)."""
+    return {key: value for key, value in spec.metadata.items() if key == "help"}
 
 
 def main(argv: list[str] | None = None) -> Any:
@@ -162,7 +174,9 @@ def run(
         if is_main_process():
             remove_checkpoints(training_args.output_dir)
     else:
-        identity = run_identity(get_method(script_args.trainer), training_args)
+        method = get_method(script_args.trainer)
+        settings = method_settings(method, script_args.method_settings, training_args)
+        identity = run_identity(method, settings, training_args)
         checkpoint = resume_checkpoint(training_args, identity)
     done = finished_step(checkpoint, training_args.max_steps) if isinstance(checkpoint, str) else None
     if done is not None:

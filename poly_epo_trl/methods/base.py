@@ -47,7 +47,6 @@ import torch
 
 from ..constants import DEGENERATE_CLUSTER_ID
 from ..judges import JudgeResult
-from ..recipe import check_field_types
 from ..registry import Registry
 
 KINDS = ("advantage", "bonus", "none")
@@ -146,29 +145,8 @@ class Method:
             return () if self.kind == "none" else None
         return tuple(f.name for f in self.setting_fields())
 
-    def make_settings(self, given: Mapping[str, Any], run: Any = None) -> Any:
-        """The method's settings: each field from ``given``, else from ``run`` (the run's settings, where it has the
-        field), else its default; each value held to its field's type, then the dataclass's own ``check()``. The
-        run's settings themselves for a method that declares none. TypeError or ValueError naming the method."""
-        if self.settings is None:
-            return run
-        names = [f.name for f in self.setting_fields()]
-        values = {
-            name: given[name] if name in given else getattr(run, name)
-            for name in names
-            if name in given or hasattr(run, name)
-        }
-        try:
-            settings = self.settings(**values)
-            check_field_types(settings)
-            if callable(getattr(settings, "check", None)):
-                settings.check()
-        except (TypeError, ValueError) as error:
-            raise type(error)(f"Method {self.name!r}: {error}") from None
-        return settings
-
     def __call__(self, batch: SetBatch, settings: Any, state: MethodState | None = None) -> Any:
-        """The method's values for ``batch`` (see ``fn``; ``settings``: ``make_settings``'s)."""
+        """The method's values for ``batch`` (see ``fn``; ``settings``: ``settings.resolve_settings``'s)."""
         if self.fn is None:
             raise TypeError(f"Method {self.name!r} leaves GRPO's advantage as it is: there is nothing to call.")
         return self.fn(batch, settings) if self.state is None else self.fn(batch, settings, state)

@@ -17,6 +17,7 @@ from math import comb
 import torch
 
 from .base import SetBatch, advantage_method
+from .settings import FITS_GROUP
 
 PASS_AT_K_PAPER = {
     "title": "Pass@k Training for Adaptively Balancing Exploration and Exploitation of Large Reasoning Models",
@@ -50,7 +51,14 @@ def group_advantages(correct: list[bool], k: int) -> list[float]:
 class PassAtKSettings:
     """Pass@k Training's k."""
 
-    set_size: int = field(default=4, metadata={"help": "k, the size of the sets whose pass@k is trained for."})
+    set_size: int = field(
+        default=4,
+        metadata={
+            "help": "k, the size of the sets whose pass@k is trained for (left unset: 4, or N - 1 for a group of N "
+            "<= 4).",
+            FITS_GROUP: True,
+        },
+    )
 
     def check(self) -> None:
         if self.set_size < 1:

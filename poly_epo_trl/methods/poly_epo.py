@@ -11,6 +11,7 @@ import torch
 
 from ..advantages import BUILTIN_OBJECTIVES, ESTIMATORS, OBJECTIVES, REDUCTIONS, marginal_set_advantages
 from .base import SetBatch, advantage_method
+from .settings import FITS_GROUP
 
 POLY_EPO_PAPER = {
     "title": "Poly-EPO: Training Exploratory Reasoning Models",
@@ -32,7 +33,12 @@ class SetSettings:
     ``PolyEPOConfig`` too (so a recipe's method switches with its ``trainer:`` line alone)."""
 
     set_size: int = field(
-        default=4, metadata={"help": "Set size n; sets are all C(N, n) subsets of a group. Paper: 4."}
+        default=4,
+        metadata={
+            "help": "Set size n; sets are all C(N, n) subsets of a group (left unset: 4, or N - 1 for a group of N <= "
+            "4, said in the log). Paper: 4.",
+            FITS_GROUP: True,
+        },
     )
     set_objective: str = field(
         default="polychromic",

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import importlib.util
 import logging
-from dataclasses import MISSING, dataclass, field, fields, replace
+import typing
+from dataclasses import MISSING, dataclass, field, fields, make_dataclass, replace
 from typing import Any
 
 from trl import GRPOConfig
@@ -14,22 +15,50 @@ from ..advantages import DEGENERATE_CLUSTER_ID, SCALINGS
 from ..judges.settings import USE_FIELD, JudgeSettings
 from ..judges.specs import JudgeSpec
 from ..methods import METHODS, DiversitySettings, Method, SetSettings, setting_owners
+from ..methods.settings import FITS_GROUP, default_of, default_value
 from ..recipe import check_field_types
+from .door import check_grpo_settings
 
 logger = logging.getLogger(__name__)
 VLLM_DTYPES = ("auto", "policy", "float32", "bfloat16", "float16")
 DEFAULT_JUDGE = "answer"  # what a trainer built without args judges with: the final answers, no server needed
 
 
+BUILTIN_SETTINGS = (SetSettings, DiversitySettings)  # the built-in methods' settings that every config carries
+
+
+def unset_fields(classes: tuple[type, ...]) -> list[tuple[str, Any, Any]]:
+    """The fields of ``classes`` (the built-in methods' settings dataclasses) as ``make_dataclass`` takes them, each
+    optional with the default None: a config field the user left unset, so that the method's own default applies
+    (``methods.resolve_settings``)."""
+    rows = []
+    for cls in classes:
+        hints = typing.get_type_hints(cls)
+        for spec in fields(cls):
+            default = default_of(spec)
+            help_ = (
+                f"{spec.metadata['help']} Left unset: the run's method's own default ({cls.__name__}: {default!r})."
+            )
+            rows.append((spec.name, hints[spec.name] | None, field(default=None, metadata={"help": help_})))
+    return rows
+
+
+BuiltinMethodFields = make_dataclass("BuiltinMethodFields", unset_fields(BUILTIN_SETTINGS))
+
+
 @dataclass
-class PolyEPOSettings(JudgeSettings, SetSettings, DiversitySettings):
-    """What Poly-EPO adds to a GRPO configuration: the built-in methods' own settings (``methods.SetSettings``,
-    Poly-EPO's sets; ``methods.DiversitySettings``, a bonus's weight), the run's degenerate id and correctness
-    threshold, the judge settings (``JudgeSettings``, shared with ``poly-epo eval``), the colocated vLLM engine's
-    extras and preemption. ``PolyEPOConfig`` is GRPOConfig plus these fields; a trainer given a plain ``GRPOConfig``
-    takes them as keyword arguments (``PolyEPOTrainer(..., args=GRPOConfig(...), set_size=4, judge="answer")``) and
-    builds them with ``for_grpo``. The built-in methods' settings live on every config, whatever the method, so
-    a recipe's method switches with its ``trainer:`` line alone; a method of one's own keeps its settings to itself."""
+class PolyEPOSettings(JudgeSettings, BuiltinMethodFields):
+    """What Poly-EPO adds to a GRPO configuration: the built-in methods' own settings as fields (those of
+    ``methods.SetSettings``, Poly-EPO's sets, and ``methods.DiversitySettings``, a bonus's weight), the run's
+    degenerate id and correctness threshold, the judge settings (``JudgeSettings``, shared with ``poly-epo eval``),
+    the colocated vLLM engine's extras and preemption. ``PolyEPOConfig`` is GRPOConfig plus these fields; a trainer
+    given a plain ``GRPOConfig`` takes them as keyword arguments (``PolyEPOTrainer(..., args=GRPOConfig(...),
+    set_size=4, judge="answer")``) and builds them with ``for_grpo``.
+
+    The built-in methods' settings live on every config, whatever the method, so a recipe's method switches with its
+    ``trainer:`` line alone. Those the user set are kept in ``given_settings`` (the run's method is given them,
+    ``methods.resolve_settings``); the others read as the built-in default (fitted to the group where a size), and
+    a method is given its own default for them. A copy made with ``dataclasses.replace`` counts every field as set."""
 
     degenerate_cluster_id: int = field(
         default=DEGENERATE_CLUSTER_ID,
@@ -85,6 +114,25 @@ class PolyEPOSettings(JudgeSettings, SetSettings, DiversitySettings):
         },
     )
 
+    @property
+    def given_settings(self) -> dict[str, Any]:
+        """The built-in methods' settings the user set, with their values now (a subclass may change one)."""
+        return {name: getattr(self, name) for name in vars(self).get("given_names", ())}
+
+    def take_given(self, num_generations: int) -> None:
+        """Keep the built-in methods' settings the user set in ``given_settings`` and fill the others with the
+        built-in default, fitted to a group of ``num_generations`` where it is a size (``setting_sources`` says
+        which); once per config."""
+        if "given_names" in vars(self):
+            return
+        self.given_names = tuple(name for name in method_field_names() if getattr(self, name) is not None)
+        self.setting_sources = {}
+        for cls in BUILTIN_SETTINGS:
+            for spec in fields(cls):
+                if spec.name not in self.given_names:
+                    value, self.setting_sources[spec.name] = default_value(spec, num_generations)
+                    setattr(self, spec.name, value)
+
     def check_settings(self) -> None:
         """ValueError naming the field, the value and what to set, for a setting of its own out of range (None
         included, where the field takes no None)."""
@@ -104,21 +152,10 @@ class PolyEPOSettings(JudgeSettings, SetSettings, DiversitySettings):
             )
         self.check_judge_settings()
 
-    def check_set_size(self, args: GRPOConfig, uses: tuple[str, ...] | None = ("set_size",)) -> None:
-        """ValueError for a set size the group cannot hold, 1 <= n < N (``uses``: the settings the run's method
-        reads, None when it does not say: a method that does not use the set size is never refused over it)."""
-        if (uses is None or "set_size" in uses) and not 1 <= self.set_size < args.num_generations:
-            raise ValueError(
-                f"set_size={self.set_size} with num_generations={args.num_generations}: the set size must be at least "
-                f"1 and smaller than num_generations (with n = N every rollout is in the single set and all "
-                f"advantages are 0). Lower set_size (a recipe's set_size:, the trainer's keyword set_size=..., or "
-                f"PolyEPOConfig in place of GRPOConfig, so that your script takes --set_size) or raise "
-                f"num_generations."
-            )
-
     def check_with(self, args: GRPOConfig) -> None:
         """ValueError for GRPO settings these settings cannot train with, whatever the method (``args``: the run's
-        GRPO configuration; the set size is ``check_set_size``'s, as it depends on the method)."""
+        GRPO configuration; a size against the group's is ``methods.resolve_settings``'s, as it depends on the
+        method)."""
         if args.use_vllm and importlib.util.find_spec("vllm") is None:
             raise ValueError(
                 "use_vllm=True but vLLM is not installed: pip install 'poly_epo_trl[vllm]' (GPUs), or "
@@ -141,32 +178,23 @@ class PolyEPOSettings(JudgeSettings, SetSettings, DiversitySettings):
             )
 
     @classmethod
-    def for_grpo(
-        cls, args: GRPOConfig, uses: tuple[str, ...] | None = ("set_size",), **values: Any
-    ) -> PolyEPOSettings:
+    def for_grpo(cls, args: GRPOConfig, **values: Any) -> PolyEPOSettings:
         """The settings for a run configured by a plain ``GRPOConfig`` (or a subclass of it): ``values`` over the
-        defaults, each held to its field's type and checked, against ``args`` too (``check_with``,
-        ``check_set_size``). TypeError for a name that is no setting; ValueError for a bad value."""
+        defaults, each held to its field's type and checked, against ``args`` too (``check_with``). TypeError for a
+        name that is no setting; ValueError for a bad value."""
         unknown = sorted(set(values) - {f.name for f in fields(cls)})
         if unknown:
             raise TypeError(f"Unknown Poly-EPO settings {unknown}: see PolyEPOConfig's fields for the names.")
         settings = cls(**values)
+        settings.take_given(args.num_generations)
         check_field_types(settings)
         settings.check_settings()
         settings.check_with(args)
-        settings.check_set_size(args, uses)
         return settings
 
     def judge_spec(self, tools: str | None = None, text: str | None = USE_FIELD) -> JudgeSpec:
         """``JudgeSettings.judge_spec`` with this run's degenerate id."""
         return replace(super().judge_spec(tools, text), degenerate_cluster_id=self.degenerate_cluster_id)
-
-
-def fitted_set_size(num_generations: int, default: int) -> int:
-    """The set size of a run that gives none: the default n, or N - 1 where a group of N cannot hold it (the most of
-    the set objective such a group gives; at N = 2 that is n = 1, where f({i}) is r_i for a rollout with a strategy
-    and 0 for a degenerate one, so the advantage is Dr.GRPO's on the mean reward)."""
-    return min(default, num_generations - 1)
 
 
 def trainer_config(
@@ -176,7 +204,7 @@ def trainer_config(
     judge: Any,
     values: dict[str, Any],
     method: Any = None,
-    sources: dict[str, str] | None = None,
+    routes: dict[str, str] | None = None,
 ) -> tuple[GRPOConfig, PolyEPOSettings]:
     """The run's config, placed in GRPOTrainer's ``arguments`` (bound by name) as ``args``, and its Poly-EPO
     settings, for ``trainer`` (its name, for errors) given ``judge=`` and the settings' keyword arguments
@@ -186,22 +214,20 @@ def trainer_config(
       ``GRPOConfig("<model name>-GRPO")``), judging with ``DEFAULT_JUDGE`` unless given a judge;
     - a ``PolyEPOConfig``: its own settings (``values`` refused: they belong on the config);
     - any other ``GRPOConfig``: kept as it is, the settings from ``values`` over the defaults (``DEFAULT_JUDGE``
-      unless given a judge, and a set size the group holds, ``fitted_set_size``, unless given one); the GRPO
-      settings that differ from the paper's are said once in the log.
+      unless given a judge); the GRPO settings that differ from the paper's are said once in the log.
 
-    ``sources`` is filled with where the judge and the set size came from, for the run's start-up line."""
-    uses = method.uses if method is not None else ("set_size",)
-    sources = {} if sources is None else sources
+    ``routes`` is filled with how the judge and each method setting the user gave came (a keyword, a field of the
+    config), for the run's start-up line."""
+    routes = {} if routes is None else routes
     config = arguments.get("args")
-    sources["judge"] = "judge=" if judge is not None else "keyword judge=" if "judge" in values else "default"
-    sources["set_size"] = "keyword set_size=" if "set_size" in values else "default"
+    routes["judge"] = "judge=" if judge is not None else "keyword judge=" if "judge" in values else "default"
+    routes.update({name: f"keyword {name}=" for name in values if name != "judge"})
     if config is None:
         model = arguments["model"]
         name = model if isinstance(model, str) else get_config_model_id(model.config)
         values.setdefault("judge", DEFAULT_JUDGE if judge is None else None)
         config = PolyEPOConfig(f"{name.split('/')[-1]}-{suffix}", **values)  # check_with ran in __post_init__
-        config.check_set_size(config, uses)
-        say_unused(trainer, method, {k: v for k, v in values.items() if k != "judge"})
+        say_unused(trainer, method, config.given_settings)
         arguments["args"] = config
         return config, config
     if isinstance(config, PolyEPOConfig):
@@ -211,31 +237,24 @@ def trainer_config(
                 "PolyEPOConfig (keyword arguments are for a plain GRPOConfig)."
             )
         config.check_with(config)
-        config.check_set_size(config, uses)
-        say_unused(trainer, method, changed_settings(config))
-        defaults = PolyEPOSettings.__dataclass_fields__
-        for setting in ("judge", "set_size"):
-            if getattr(config, setting) != defaults[setting].default:
-                sources[setting] = f"PolyEPOConfig.{setting}, a recipe's {setting}:"
+        say_unused(trainer, method, config.given_settings)
+        if config.judge != PolyEPOSettings.__dataclass_fields__["judge"].default:
+            routes["judge"] = "PolyEPOConfig.judge, a recipe's judge:"
+        routes.update({name: f"PolyEPOConfig.{name}, a recipe's {name}:" for name in config.given_settings})
         return config, config
     if not isinstance(config, GRPOConfig):
         raise TypeError(
             f"{trainer} needs args=GRPOConfig(...) (or PolyEPOConfig, with the paper's defaults), got "
             f"{type(config).__name__}."
         )
+    check_grpo_settings(config)
     values = settings_of_config(trainer, config, values, judge)
-    for setting in ("judge", "set_size"):  # neither a keyword nor judge=, yet given: a field of the config's own
-        if sources[setting] == "default" and setting in values:
-            sources[setting] = f"{type(config).__name__}.{setting}"
+    for name in values:  # neither a keyword nor judge=, yet given: a field of the config's own
+        if routes.get(name, "default") == "default":
+            routes[name] = f"{type(config).__name__}.{name}"
     values.setdefault("judge", DEFAULT_JUDGE if judge is None else None)
-    default_size = SetSettings.__dataclass_fields__["set_size"].default
-    if "set_size" not in values and (uses is None or "set_size" in uses) and config.num_generations <= default_size:
-        values["set_size"] = fitted_set_size(config.num_generations, default_size)
-        sources["set_size"] = (
-            f"fitted: a group of num_generations={config.num_generations} cannot hold the default {default_size}"
-        )
-    settings = PolyEPOSettings.for_grpo(config, uses, **values)
-    say_unused(trainer, method, {name: settings_value for name, settings_value in values.items() if name != "judge"})
+    settings = PolyEPOSettings.for_grpo(config, **values)
+    say_unused(trainer, method, settings.given_settings)
     departures = departures_from_paper(config)
     if departures:
         logger.warning(
@@ -249,8 +268,9 @@ def trainer_config(
 
 
 def start_line(trainer: str, method: Any, chosen: dict[str, tuple[Any, str]]) -> str:
-    """What a run trains with and where each came from: ``chosen`` maps the method, the judge and the set size (those
-    the method uses) to (value, source), the source being how the user gave it, ``"default"`` or ``"fitted: why"``;
+    """What a run trains with and where each came from: ``chosen`` maps the method, the judge and the method's sizes
+    that fit the group (``methods.shown_settings``) to (value, source), the source being how the user gave it,
+    ``"default"`` or ``"fitted: why"``;
     a default names the keyword that changes it."""
     parts = []
     for name, (value, source) in chosen.items():
@@ -268,10 +288,16 @@ def settings_names() -> frozenset[str]:
     return frozenset(f.name for f in fields(PolyEPOSettings))
 
 
-def builtin_method_settings() -> tuple[str, ...]:
-    """The registered methods' settings that every config carries (the built-in methods'): one the run's method
-    does not read is said to be unused, never refused, so a recipe's method switches with its ``trainer:`` alone."""
-    return tuple(name for name in setting_owners() if name in settings_names())
+def method_field_names() -> tuple[str, ...]:
+    """The built-in methods' settings that every config carries (``BUILTIN_SETTINGS``): one the run's method does
+    not read is said to be unused, never refused, so a recipe's method switches with its ``trainer:`` alone."""
+    return tuple(spec.name for spec in fields(BuiltinMethodFields))
+
+
+def shown_run_settings() -> tuple[str, ...]:
+    """The built-in methods' sizes that fit the group, as a start-up line names them for a method that reads the
+    run's settings (a plain function)."""
+    return tuple(spec.name for cls in BUILTIN_SETTINGS for spec in fields(cls) if spec.metadata.get(FITS_GROUP))
 
 
 def own_settings(method: Method) -> frozenset[str]:
@@ -320,23 +346,13 @@ def settings_of_config(trainer: str, config: GRPOConfig, values: dict[str, Any],
     return {**declared, **values}
 
 
-def changed_settings(config: PolyEPOSettings) -> dict[str, Any]:
-    """The built-in methods' settings ``config`` sets to other than their defaults."""
-    defaults = PolyEPOSettings.__dataclass_fields__
-    return {
-        name: getattr(config, name)
-        for name in builtin_method_settings()
-        if getattr(config, name) != defaults[name].default
-    }
-
-
 def say_unused(trainer: str, method: Any, given: dict[str, Any]) -> None:
     """Say once, in the log, each built-in method's setting in ``given`` that ``method`` (a ``methods.Method``) does
     not read: it does nothing, and is no reason to refuse the run."""
     uses = getattr(method, "uses", None)
     if uses is None:
         return
-    unused = [name for name in builtin_method_settings() if name in given and name not in uses]
+    unused = [name for name in method_field_names() if name in given and name not in uses]
     if unused:
         logger.warning(
             "%s (method %r): %s unused: the method reads %s.",
@@ -413,30 +429,19 @@ class PolyEPOConfig(PolyEPOSettings, GRPOConfig):
         if self.activation_checkpointing is None and self.gradient_checkpointing is None:
             self.activation_checkpointing = True  # TRL's default, without the deprecation warning
         super().__post_init__()
+        self.take_given(self.num_generations)
         self.check_settings()
-        self.check_with(self)  # the set size against the group's is the trainer's, which knows its method
+        self.check_with(self)  # a size against the group's is the method's resolver's, which knows its method
 
     def validate_grpo_basics(self) -> None:
-        """What GRPOConfig takes without complaint (or with a bare ZeroDivisionError) yet cannot train."""
-        if self.num_generations is None or self.num_generations < 2:
+        """What GRPOConfig takes without complaint (or with a bare ZeroDivisionError) yet cannot train
+        (``door.check_grpo_settings``), before GRPOConfig's own ``__post_init__`` meets it."""
+        if self.num_generations is None:
             raise ValueError(
-                f"num_generations={self.num_generations}: a group needs at least 2 completions per prompt to compare "
-                "(the paper samples 8)."
+                "num_generations=None: a group needs at least 2 completions per prompt to compare (the paper samples "
+                "8)."
             )
-        for name in ("per_device_train_batch_size", "gradient_accumulation_steps"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name}={getattr(self, name)}: it must be at least 1.")
-        if self.max_completion_length is not None and self.max_completion_length < 1:
-            raise ValueError(f"max_completion_length={self.max_completion_length}: it must be at least 1 token.")
-        if self.learning_rate < 0:
-            raise ValueError(f"learning_rate={self.learning_rate}: it must be >= 0 (the paper uses 1e-6).")
-        if not self.temperature > 0:
-            raise ValueError(
-                f"temperature={self.temperature}: sampling needs a temperature > 0 (the paper uses 1.0); greedy "
-                "decoding would give every group N identical completions."
-            )
-        if not 0 < self.top_p <= 1:
-            raise ValueError(f"top_p={self.top_p}: it must be within (0, 1].")
+        check_grpo_settings(self)
 
 
 def options_table() -> str:
@@ -444,7 +449,7 @@ def options_table() -> str:
     ``JudgeSettings`` and the GRPOConfig defaults it changes), then each built-in method's own settings under the
     method; each option with its type, default, the paper's value (the authors' code where it differs from the text:
     the help's closing ``Paper: <value>.``) and what it does, from the fields' own help."""
-    owned = set(builtin_method_settings())
+    owned = set(method_field_names())
     own = {
         **JudgeSettings.__annotations__,
         **PolyEPOSettings.__annotations__,

@@ -33,7 +33,7 @@ from trl import GRPOTrainer
 from ..environments import agent_tools
 from ..judges import JudgePipeline
 from ..judges.prompts import describe_tools
-from ..methods import Method, MethodResult, apply_method, get_method
+from ..methods import Method, MethodResult, Resolved, apply_method, get_method, resolve_settings, shown_settings
 from ..rewards.checks import checked_reward
 from . import step as steps
 from .config import (
@@ -41,6 +41,7 @@ from .config import (
     own_settings,
     settings_names,
     settings_owned_elsewhere,
+    shown_run_settings,
     start_line,
     trainer_config,
 )
@@ -87,14 +88,19 @@ class PolyEPOTrainer(GRPOTrainer):
         values = {key: kwargs.pop(key) for key in settings_names() & set(kwargs)}
         given = {key: kwargs.pop(key) for key in own & set(kwargs)}
         arguments = grpo_arguments(args, kwargs)
-        sources: dict[str, str] = {}
+        routes: dict[str, str] = {}
         config, self.settings = trainer_config(
-            name, self.output_suffix(), arguments, judge, values, self.method, sources
+            name, self.output_suffix(), arguments, judge, values, self.method, routes
         )
-        self.start_line = start_line(name, self.method, self.chosen_settings(method, judge, sources))
-        logger.warning(self.start_line)
+        routes.update({key: f"keyword {key}=" for key in given})
         given = method_values(name, self.method, config, given)
-        self.method_settings = self.method.make_settings(given, self.settings)  # what the method is given
+        routes.update({key: f"{type(config).__name__}.{key}" for key in given if key not in routes})
+        self.resolved: Resolved = resolve_settings(
+            self.method, {**self.settings.given_settings, **given}, config.num_generations, self.settings, routes
+        )
+        self.method_settings = self.resolved.settings  # what the method is given
+        self.start_line = start_line(name, self.method, self.chosen_settings(method, judge, routes))
+        logger.warning(self.start_line)
         self.check_inputs(arguments)
         pipeline = self.judge_pipeline(judge, arguments, check_judge) if self.method.needs_judge else None
         self._name = self.method.label or self.method.name
@@ -176,9 +182,9 @@ class PolyEPOTrainer(GRPOTrainer):
     def count_nans(self, count: int) -> None:
         self.nans += count
 
-    def chosen_settings(self, method: Any, judge: Any, sources: dict[str, str]) -> dict[str, tuple[Any, str]]:
-        """The method, the judge and the set size this run trains with (those its method uses), each with where it
-        came from (``start_line``)."""
+    def chosen_settings(self, method: Any, judge: Any, routes: dict[str, str]) -> dict[str, tuple[Any, str]]:
+        """The method, the judge and the method's sizes that fit the group (``methods.shown_settings``; for a method
+        without settings of its own, the run's), each with where it came from (``start_line``)."""
         if self.method_name is not None:
             method_source = f"{type(self).__name__}'s own"
         else:
@@ -187,11 +193,16 @@ class PolyEPOTrainer(GRPOTrainer):
         if self.method.needs_judge:
             if judge is not None and not (isinstance(judge, JudgePipeline) and isinstance(self.settings.judge, str)):
                 name = getattr(judge, "__name__", None) or getattr(judge, "name", None) or type(judge).__name__
-                chosen["judge"] = (judge if isinstance(judge, str) else name, sources["judge"])
+                chosen["judge"] = (judge if isinstance(judge, str) else name, routes["judge"])
             else:  # a spec, or the pipeline a recipe's command built from it
-                chosen["judge"] = (self.settings.judge, sources["judge"])
-        if self.method.uses is None or "set_size" in self.method.uses:
-            chosen["set_size"] = (self.settings.set_size, sources["set_size"])
+                chosen["judge"] = (self.settings.judge, routes["judge"])
+        if self.method.settings is not None:
+            for key in shown_settings(self.method):
+                chosen[key] = (getattr(self.method_settings, key), self.resolved.sources[key])
+        elif self.method.uses is None:  # a plain function reads the run's settings
+            for key in shown_run_settings():
+                source = routes.get(key) if key in self.settings.given_settings else self.settings.setting_sources[key]
+                chosen[key] = (getattr(self.settings, key), source)
         return chosen
 
     @classmethod
@@ -264,16 +275,14 @@ class PolyEPOTrainer(GRPOTrainer):
         if checkpoint is True:
             checkpoint = get_last_checkpoint(self.args.output_dir)
         if isinstance(checkpoint, str) and (mismatch := identity_mismatch(checkpoint, self.identity())):
-            raise ValueError(
-                f"{mismatch} Resume from one of this method's checkpoints, or train in another output_dir."
-            )
+            raise ValueError(f"{mismatch} Resume with the settings that wrote it, or train in another output_dir.")
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=TRL_DEPRECATION, category=FutureWarning)
             return self.keeper.train(super().train, resume_from_checkpoint, *args, **kwargs)
 
     def identity(self) -> dict[str, Any]:
         """What this run's checkpoints record of it (``resume.run_identity``)."""
-        return run_identity(self.method, self.settings)
+        return run_identity(self.method, self.method_settings, self.settings)
 
     def _get_train_sampler(self, dataset=None):
         return self.keeper.sampler(super()._get_train_sampler(dataset))

@@ -23,6 +23,7 @@ import random
 import re
 import shutil
 from collections.abc import Iterator
+from dataclasses import fields
 from typing import Any
 
 import numpy as np
@@ -31,6 +32,8 @@ from accelerate.utils import send_to_device
 from torch.utils.data import Sampler
 from transformers import TrainerCallback
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
+
+from .config import method_field_names
 
 logger = logging.getLogger(__name__)
 
@@ -195,17 +198,18 @@ def remove_checkpoints(output_dir: str) -> list[str]:
 IDENTITY = "run_identity.json"  # which method wrote a checkpoint, beside its state files
 
 
-def run_identity(method: Any, settings: Any) -> dict[str, Any]:
-    """What makes a run's checkpoints its own: the method (``trainer``), and the objective, set size and judge where
-    the method uses them."""
-    uses = method.uses if method.uses is not None else ("set_objective", "set_size")
+def run_identity(method: Any, settings: Any, run: Any) -> dict[str, Any]:
+    """What makes a run's checkpoints its own: the method (``trainer``), every one of its settings as resolved
+    (``settings``; for a method without settings of its own, the built-in methods' settings of ``run``, the run's
+    config, which it reads), and the judge spec where the method uses a judge (None for a judge object)."""
     identity: dict[str, Any] = {"trainer": method.name}
-    for name in ("set_objective", "set_size"):
-        if name in uses:
-            identity[name] = getattr(settings, name)
+    if method.settings is not None:
+        identity.update({f.name: getattr(settings, f.name) for f in fields(settings)})
+    else:
+        identity.update({name: getattr(run, name) for name in method_field_names()})
     if method.needs_judge:
-        identity["judge"] = settings.judge if isinstance(settings.judge, str) else None
-    return identity
+        identity["judge"] = run.judge if isinstance(run.judge, str) else None
+    return json.loads(json.dumps(identity, default=repr))  # as a checkpoint records it
 
 
 def save_identity(folder: str, identity: dict[str, Any]) -> None:
@@ -222,14 +226,12 @@ def identity_mismatch(checkpoint: str, identity: dict[str, Any]) -> str | None:
             recorded = json.load(handle)
     except (OSError, ValueError):
         return None
-    differ = {k for k in recorded.keys() | identity.keys() if recorded.get(k) != identity.get(k)}
+    differ = {k for k in recorded.keys() & identity.keys() if recorded[k] != identity[k]}  # an older record has fewer
     if not differ:
         return None
 
-    def describe(values: dict[str, Any]) -> str:
-        return ", ".join(f"{k} {values[k]!r}" for k in sorted(values, key=lambda k: k != "trainer"))
-
+    described = ", ".join(f"{k} {recorded[k]!r} there, {identity[k]!r} here" for k in sorted(differ))
     return (
-        f"{checkpoint} was written by another run ({describe(recorded)}) than this one ({describe(identity)}): "
-        "resuming would train one method's weights as another's."
+        f"{checkpoint} was written by another run (trainer {recorded.get('trainer')!r}): {described}; resuming would "
+        "train one run's weights as another's."
     )

@@ -1,0 +1,101 @@
+"""Where a run's method settings come from, resolved in one place.
+
+Each field of a method's settings dataclass takes the value the user gave (a recipe key, a trainer keyword, a field
+of the run's config the user set: every route arrives as one mapping), else the method's own default: never another
+method's, never the config's. A size that must fit the group (a field with ``metadata={FITS_GROUP: True}``, such as
+``set_size``) left at a default that a group of N cannot hold is fitted to N - 1, and said so. Then one check: each
+value held to its field's type, the dataclass's own ``check()``, and a given size against the group's. Errors name
+the method."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import MISSING, dataclass, field, fields
+from typing import Any
+
+from ..recipe import check_field_types
+from .base import Method
+
+FITS_GROUP = "fits_group"  # field marker: a size 1 <= n < N of the group's N rollouts
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """A method's settings (an instance of its dataclass; the run's settings for a method that declares none) and,
+    per field, where its value came from: the route the user gave it by, ``"default"``, or ``"fitted: why"``."""
+
+    settings: Any
+    sources: dict[str, str] = field(default_factory=dict)
+
+
+def default_of(spec: Any) -> Any:
+    """A dataclass field's default."""
+    return spec.default_factory() if spec.default_factory is not MISSING else spec.default
+
+
+def fitted_size(default: int, num_generations: int) -> int:
+    """The size of a set of a group of N that the user gave none: the default n, or N - 1 where the group cannot hold
+    it (the most of the set objective such a group gives; at N = 2 that is n = 1, where f({i}) is r_i for a rollout
+    with a strategy and 0 for a degenerate one, so the advantage is Dr.GRPO's on the mean reward)."""
+    return min(default, num_generations - 1)
+
+
+def default_value(spec: Any, num_generations: int | None) -> tuple[Any, str]:
+    """A field's value when the user gave none, and its source (``"default"`` or ``"fitted: why"``)."""
+    value = default_of(spec)
+    if spec.metadata.get(FITS_GROUP) and num_generations is not None and value >= num_generations:
+        return (
+            fitted_size(value, num_generations),
+            f"fitted: a group of num_generations={num_generations} cannot hold the default {value}",
+        )
+    return value, "default"
+
+
+def check_fits_group(name: str, value: int, num_generations: int) -> None:
+    """ValueError for a size the user gave that a group of N cannot hold, 1 <= n < N, naming both remedies."""
+    if not 1 <= value < num_generations:
+        raise ValueError(
+            f"{name}={value} with num_generations={num_generations}: it must be at least 1 and smaller than "
+            f"num_generations (with n = N every rollout is in the single set and all advantages are 0). Lower {name} "
+            f"(a recipe's {name}:, the trainer's keyword {name}=..., or PolyEPOConfig in place of GRPOConfig, so "
+            f"that your script takes --{name}), leave it out (a size the group holds is chosen), or raise "
+            "num_generations."
+        )
+
+
+def resolve_settings(
+    method: Method,
+    given: Mapping[str, Any],
+    num_generations: int | None = None,
+    run: Any = None,
+    routes: Mapping[str, str] | None = None,
+) -> Resolved:
+    """``method``'s settings: each field from ``given`` (what the user set, by any route; ``routes`` names each
+    route, for the start-up line), else the method's default (``default_value``); checked once (see the module).
+    A method without a settings dataclass is given ``run`` as it is. TypeError or ValueError naming the method."""
+    if method.settings is None:
+        return Resolved(run)
+    routes = routes or {}
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    for spec in fields(method.settings):
+        if spec.name in given:
+            values[spec.name], sources[spec.name] = given[spec.name], routes.get(spec.name, "given")
+        else:
+            values[spec.name], sources[spec.name] = default_value(spec, num_generations)
+    try:
+        settings = method.settings(**values)
+        check_field_types(settings)
+        if callable(getattr(settings, "check", None)):
+            settings.check()
+        for spec in fields(method.settings):
+            if spec.metadata.get(FITS_GROUP) and spec.name in given and num_generations is not None:
+                check_fits_group(spec.name, values[spec.name], num_generations)
+    except (TypeError, ValueError) as error:
+        raise type(error)(f"Method {method.name!r}: {error}") from None
+    return Resolved(settings, sources)
+
+
+def shown_settings(method: Method) -> tuple[str, ...]:
+    """The settings a run's start-up line names beside the method and the judge: its sizes that fit the group."""
+    return tuple(spec.name for spec in method.setting_fields() if spec.metadata.get(FITS_GROUP))

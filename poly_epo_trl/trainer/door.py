@@ -1,0 +1,194 @@
+"""The GRPO settings that ``GRPOConfig`` takes without complaint yet a library refuses later (at the first step, the
+first generation, the first save), checked before any model loads: each value held to its field's type, numbers
+finite, counts at least 1, and, where a library has the check, that library asked early with the run's values
+(transformers' sampling processors, torch's AdamW), its refusal given back with the field's name. Every refusal is a
+``ValueError`` naming the field, the value and what to set."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import os
+import typing
+from dataclasses import fields
+from typing import Any
+
+from ..recipe import check_field_types
+
+PLAIN = (bool, int, float, str, list, tuple, dict)  # the values a recipe or a keyword gives
+FLOAT32_MAX = 3.4028234663852886e38  # the loss runs in float32 at least: a larger number overflows it
+COUNTS = {  # a count a library divides by or loops over: field -> the least it may be
+    "per_device_train_batch_size": 1,
+    "per_device_eval_batch_size": 1,
+    "gradient_accumulation_steps": 1,
+    "steps_per_generation": 1,
+    "generation_batch_size": 1,
+    "num_iterations": 1,
+    "max_completion_length": 1,
+    "num_generations": 2,
+}
+WHY = {
+    "num_iterations": "each generation batch is trained on num_iterations times: 0 would train on none",
+    "num_generations": "a group needs at least 2 completions per prompt to compare (the paper samples 8)",
+}
+ADAMW = ("adamw_torch", "adamw_torch_fused", "adamw_hf", "adamw_torch_xla", "adamw_torch_npu_fused")
+SAMPLING_ARGUMENTS = {  # the field of each sampling processor's argument, as transformers names it in its errors
+    "temperature": "temperature",
+    "top_k": "top_k",
+    "top_p": "top_p",
+    "min_p": "min_p",
+    "penalty": "repetition_penalty",
+}
+# torch's AdamW errors, by the words that name what it refused: -> the GRPOConfig field
+ADAMW_ERRORS = {
+    "learning rate": "learning_rate",
+    "epsilon": "adam_epsilon",
+    "index 0": "adam_beta1",
+    "index 1": "adam_beta2",
+    "weight_decay": "weight_decay",
+}
+
+
+def check_grpo_settings(args: Any) -> None:
+    """Every check of the module on ``args`` (a ``GRPOConfig``, before or after its own ``__post_init__``)."""
+    plain = [spec.name for spec in fields(args) if isinstance(getattr(args, spec.name), PLAIN)]
+    check_field_types(args, plain)  # not the objects GRPOConfig's own __post_init__ makes of some (AcceleratorConfig)
+    hints = typing.get_type_hints(type(args))
+    nulls = [f.name for f in fields(args) if getattr(args, f.name) is None and hints.get(f.name) in (int, float, bool)]
+    check_field_types(args, nulls, none_allowed=False)  # a recipe's null for a number that takes none
+    check_numbers(args)
+    check_counts(args)
+    check_sampling(args)
+    check_optimizer(args)
+    check_output_dir(args.output_dir)
+    check_extras(args)
+
+
+def float_fields(args: Any) -> list[str]:
+    """The fields of ``args`` annotated as a float (or an optional one)."""
+    hints = typing.get_type_hints(type(args))
+    return [
+        spec.name for spec in fields(args) if float in (hints.get(spec.name), *typing.get_args(hints.get(spec.name)))
+    ]
+
+
+def check_numbers(args: Any) -> None:
+    """Each float setting is a finite number the float32 loss can hold."""
+    for name in float_fields(args):
+        value = getattr(args, name)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            continue
+        if not math.isfinite(value) or abs(value) > FLOAT32_MAX:
+            raise ValueError(
+                f"{name}={value!r}: it must be a finite number within +-3.4e38 (the float32 the loss runs in); "
+                f"drop the key for its default."
+            )
+
+
+def check_counts(args: Any) -> None:
+    """The counts that a library divides by or loops over are at least their least (``COUNTS``)."""
+    for name, least in COUNTS.items():
+        value = getattr(args, name, None)
+        if value is not None and not isinstance(value, bool) and isinstance(value, int) and value < least:
+            why = WHY.get(name, "a library would fail on it at the first step")
+            raise ValueError(f"{name}={value}: it must be at least {least} ({why}).")
+    if not args.learning_rate >= 0:
+        raise ValueError(f"learning_rate={args.learning_rate}: it must be >= 0 (the paper uses 1e-6).")
+
+
+def check_sampling(args: Any) -> None:
+    """The sampling settings, given to the transformers processors that generation builds from them (each built
+    where ``generate`` builds it); greedy decoding (temperature 0) refused as it gives every group N identical
+    completions."""
+    from transformers.generation.logits_process import (
+        MinPLogitsWarper,
+        RepetitionPenaltyLogitsProcessor,
+        TemperatureLogitsWarper,
+        TopKLogitsWarper,
+        TopPLogitsWarper,
+    )
+
+    if not args.temperature > 0:
+        raise ValueError(
+            f"temperature={args.temperature}: sampling needs a temperature > 0 (the paper uses 1.0); greedy decoding "
+            "would give every group N identical completions."
+        )
+    if not 0 < args.top_p <= 1:
+        raise ValueError(f"top_p={args.top_p}: it must be within (0, 1] (1 keeps every token).")
+    try:
+        TemperatureLogitsWarper(args.temperature)
+        if args.top_k:
+            TopKLogitsWarper(args.top_k)
+        if args.top_p < 1:
+            TopPLogitsWarper(args.top_p)
+        if args.min_p is not None:
+            MinPLogitsWarper(args.min_p)
+        if args.repetition_penalty != 1:
+            RepetitionPenaltyLogitsProcessor(args.repetition_penalty)
+    except ValueError as error:
+        said = str(error)
+        name = next((field for word, field in SAMPLING_ARGUMENTS.items() if f"`{word}`" in said), "a sampling key")
+        raise ValueError(
+            f"{name}={getattr(args, name, None)!r}: transformers' generation refuses it ({said}). Set {name} "
+            "within that range, or drop the key for its default."
+        ) from None
+
+
+def check_optimizer(args: Any) -> None:
+    """An AdamW optimizer's settings, given to torch's AdamW on one parameter (its own checks, at once)."""
+    optim = getattr(args.optim, "value", args.optim)
+    if optim not in ADAMW:
+        return
+    import torch
+
+    try:
+        torch.optim.AdamW(
+            [torch.zeros(1, requires_grad=True)],
+            lr=float(args.learning_rate),
+            betas=(float(args.adam_beta1), float(args.adam_beta2)),  # an int (a recipe's 0) is a float to the Trainer
+            eps=float(args.adam_epsilon),
+            weight_decay=float(args.weight_decay),
+        )
+    except ValueError as error:
+        said = str(error)
+        name = next((field for words, field in ADAMW_ERRORS.items() if words in said), "learning_rate")
+        raise ValueError(
+            f"{name}={getattr(args, name)!r}: torch's AdamW refuses it ({said}); betas are within [0, 1) (TRL's "
+            "defaults: adam_beta1 0.9, adam_beta2 0.999), epsilon and weight_decay >= 0."
+        ) from None
+
+
+def check_output_dir(output_dir: Any) -> None:
+    """``output_dir`` is a path the filesystem can hold: not empty, each part and the whole within its limits."""
+    if output_dir is None:
+        return
+    if not str(output_dir).strip():
+        raise ValueError("output_dir='': the run writes its checkpoints there; name a folder (output_dir: runs/x).")
+    path = os.path.abspath(os.path.expanduser(str(output_dir)))
+    existing = path
+    while not os.path.exists(existing):
+        existing = os.path.dirname(existing)
+    try:
+        name_max, path_max = os.pathconf(existing, "PC_NAME_MAX"), os.pathconf(existing, "PC_PATH_MAX")
+    except (OSError, ValueError):
+        name_max, path_max = 255, 4096
+    longest = max(path.split(os.sep), key=lambda part: len(part.encode()))
+    if len(longest.encode()) > name_max:
+        raise ValueError(
+            f"output_dir={str(output_dir)[:60]!r}...: its part {longest[:40]!r}... is {len(longest.encode())} bytes, "
+            f"more than the {name_max} a file name may have here. Shorten it."
+        )
+    if len(path.encode()) + 64 > path_max:  # room for checkpoint-N/ and the file names inside
+        raise ValueError(
+            f"output_dir is {len(path.encode())} bytes long: with a checkpoint's file names it would pass the "
+            f"{path_max} a path may have here. Shorten it."
+        )
+
+
+def check_extras(args: Any) -> None:
+    """A setting that needs an optional extra says which to install."""
+    if getattr(args, "deepspeed", None) and importlib.util.find_spec("deepspeed") is None:
+        raise ValueError(
+            f"deepspeed={args.deepspeed!r} needs DeepSpeed, which is not installed: pip install "
+            "'poly_epo_trl[deepspeed]' (from a clone: pip install '.[deepspeed]'), or drop the key."
+        )
