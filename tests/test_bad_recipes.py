@@ -136,6 +136,11 @@ def test_a_bad_recipe_stops_at_the_door(text, word, tmp_path, capsys, monkeypatc
     [
         ({"rows.jsonl": ""}, "the file is empty"),
         ({"rows.jsonl": '{"problem": "1+1"}\n{oops\n'}, "row 2 is not JSON"),
+        (
+            {"rows.jsonl": '{"problem": "1+1"}\n{"problem": "\\ud83d"}\n'},
+            "row 2 holds '\\\\ud83d', half of a surrogate",
+        ),
+        ({"rows.jsonl": b'{"problem": "1+1"}\n{"problem": "\xff"}\n'}, "row 2 is not UTF-8 (invalid start byte"),
         ({"rows.csv": ""}, "the file is empty"),
         ({"afile": "x"}, "is a file, not a folder"),
     ],
@@ -143,7 +148,8 @@ def test_a_bad_recipe_stops_at_the_door(text, word, tmp_path, capsys, monkeypatc
 def test_bad_files_stop_at_the_door(files, word, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(ROOT)
     for name, content in files.items():
-        (tmp_path / name).write_text(content)
+        write = (tmp_path / name).write_bytes if isinstance(content, bytes) else (tmp_path / name).write_text
+        write(content)
     name = next(iter(files))
     argv = ["--config", "recipes/tiny/poly_epo/config_cpu.yaml", "--dry_run", "true"]
     if name == "afile":

@@ -208,6 +208,9 @@ def mixture_columns(datasets: str) -> list[list[str]]:
     return columns
 
 
+CHECKED_BYTES = 1 << 30  # a local JSON-lines file up to this size is read once for its text before datasets loads it
+
+
 def load_local_file(args: DatasetArguments, path: Path, split: str) -> Dataset:
     """One local file: all its rows, or those of ``split`` when it has the ``split_column``."""
     name = args.dataset_name
@@ -218,6 +221,8 @@ def load_local_file(args: DatasetArguments, path: Path, split: str) -> Dataset:
         raise RecipeError(f"dataset_name={name!r}: no such file {str(path)!r}.")
     if path.stat().st_size == 0:
         raise RecipeError(f"dataset_name={name!r}: the file is empty.")
+    if kind == "json" and path.stat().st_size <= CHECKED_BYTES:
+        check_local_rows(path, name)  # pyarrow reads bad text without a word, and fails on it at the first row read
     try:
         table = load_dataset(kind, data_files=str(path), split="train")
     except Exception as error:
@@ -252,19 +257,34 @@ def load_local_folder(path: Path, split: str, name: str) -> Dataset:
 
 
 def check_local_rows(path: Path, name: str) -> None:
-    """RecipeError for an empty file, or a JSON-lines file with a line that is not JSON (its number and why)."""
+    """RecipeError for an empty file, or a JSON-lines file with a line that is not UTF-8, not JSON, or JSON whose
+    strings are not text (a lone surrogate such as ``"\\ud83d"``): the file, the line's number and why."""
     import gzip
 
     opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8", errors="replace") as handle:
+    with opener(path, "rb") as handle:
         lines = [line for line in handle if line.strip()] if ".jsonl" in path.suffixes else None
     if lines == []:
         raise RecipeError(f"dataset_name={name!r}: the file is empty.")
     for number, line in enumerate(lines or [], 1):
+        where = f"dataset_name={name!r}: {path}, row {number}"
         try:
-            json.loads(line.strip())
+            text = line.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise RecipeError(
+                f"{where} is not UTF-8 ({error.reason} at byte {error.start}): fix or drop it."
+            ) from None
+        try:
+            row = json.loads(text.strip())
         except ValueError as error:
-            raise RecipeError(f"dataset_name={name!r}: row {number} is not JSON ({error}).") from None
+            raise RecipeError(f"{where} is not JSON ({error}).") from None
+        try:
+            json.dumps(row, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError as error:
+            bad = error.object[error.start : error.end].encode("unicode_escape").decode()
+            raise RecipeError(
+                f"{where} holds {bad!r}, half of a surrogate pair, which is no text: fix or drop the row."
+            ) from None
 
 
 def local_format(path: Path) -> str | None:
