@@ -143,14 +143,16 @@ def test_a_bad_recipe_stops_at_the_door(text, word, tmp_path, capsys, monkeypatc
         ({"rows.jsonl": b'{"problem": "1+1"}\n{"problem": "\xff"}\n'}, "row 2 is not UTF-8 (invalid start byte"),
         ({"rows.csv": ""}, "the file is empty"),
         ({"afile": "x"}, "is a file, not a folder"),
+        ({"notes/readme.md": "x", "notes/sub/deep.bin": "x"}, "is a folder with no data file at its top"),
     ],
 )
 def test_bad_files_stop_at_the_door(files, word, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(ROOT)
     for name, content in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         write = (tmp_path / name).write_bytes if isinstance(content, bytes) else (tmp_path / name).write_text
         write(content)
-    name = next(iter(files))
+    name = next(iter(files)).split("/")[0]
     argv = ["--config", "recipes/tiny/poly_epo/config_cpu.yaml", "--dry_run", "true"]
     if name == "afile":
         argv += ["--output_dir", str(tmp_path / "afile" / "out")]

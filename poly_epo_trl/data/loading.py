@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -243,7 +244,13 @@ def load_local_file(args: DatasetArguments, path: Path, split: str) -> Dataset:
 
 
 def load_local_folder(path: Path, split: str, name: str) -> Dataset:
-    """A folder of split files named as ``datasets`` expects (``train.jsonl``, ``test.parquet``, ...)."""
+    """A folder of split files named as ``datasets`` expects (``train.jsonl``, ``test.parquet``, ...). A folder with
+    no data file at its top or in its ``data/`` (a home folder, say) is refused at once, not scanned."""
+    if not has_data_files(path):
+        raise RecipeError(
+            f"dataset_name={name!r} is a folder with no data file at its top or in its data/ folder: point "
+            "dataset_name at a file (rows.jsonl), or at a folder of split files (train.jsonl, test.jsonl)."
+        )
     try:
         splits = load_dataset(str(path))
     except Exception as error:
@@ -254,6 +261,25 @@ def load_local_folder(path: Path, split: str, name: str) -> Dataset:
     if split not in splits:
         raise RecipeError(f"dataset_name={name!r}: the folder has no split {split!r}; it has {sorted(splits)}.")
     return splits[split]
+
+
+DATA_SUFFIXES = (".json", ".jsonl", ".csv", ".parquet", ".arrow", ".txt")
+LOOKED_AT = 10_000  # entries of a folder read to find its data files
+
+
+def has_data_files(path: Path) -> bool:
+    """Whether the folder holds a data file at its top or in ``data/`` (at most ``LOOKED_AT`` entries read each)."""
+    for folder in (path, path / "data"):
+        if not folder.is_dir():
+            continue
+        with os.scandir(folder) as entries:
+            for count, entry in enumerate(entries):
+                if count >= LOOKED_AT:
+                    break
+                name = entry.name.removesuffix(".gz")
+                if name.endswith(DATA_SUFFIXES) and entry.is_file():
+                    return True
+    return False
 
 
 def check_local_rows(path: Path, name: str) -> None:
