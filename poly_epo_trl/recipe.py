@@ -113,7 +113,22 @@ def check_duplicate_keys(argv: list[str] | None) -> None:
             return super().construct_mapping(node, deep)
 
     with open(args[args.index("--config") + 1]) as file:
-        yaml.load(file, Loader=Loader)
+        recipe = yaml.load(file, Loader=Loader)
+    for key, value in recipe.items() if isinstance(recipe, dict) else ():
+        check_flat_list(key, value)
+
+
+def check_flat_list(key: Any, value: Any) -> None:
+    """RecipeError for a recipe's list that holds a list or a null: no list field takes one, and TRL's parser would
+    flatten the first (``[[x]]`` read as ``[x]``) and read the second as unset, without a word."""
+    if not isinstance(value, list):
+        return
+    for item in value:
+        if item is None or isinstance(item, list):
+            raise RecipeError(
+                f"{key}={value!r}: a list here holds plain values, and {item!r} is not one; write a flat list "
+                "([a, b]) or drop the key for its default."
+            )
 
 
 def recipe_value(argv: list[str] | None, key: str) -> Any:

@@ -96,6 +96,13 @@ RECIPES = [
     ("four_bit_without_bitsandbytes", RECIPE + "load_in_4bit: true\n", "load_in_4bit=true needs bitsandbytes"),
     ("lora_rank_text", RECIPE + "use_peft: true\nlora_r: big\n", "lora_r"),
     ("dtype_number", RECIPE + "dtype: 16\n", "dtype"),
+    ("nested_list", RECIPE + "lora_target_modules: [[q_proj]]\n", "lora_target_modules=[['q_proj']]: a list here"),
+    ("null_in_list", RECIPE + "lora_target_modules: [null]\n", "and None is not one; write a flat list"),
+    (
+        "checkpointing_both",
+        RECIPE + "gradient_checkpointing: true\n",
+        "the first is the deprecated name of the second",
+    ),
     # other recipes' keys: what to write instead, never a near-miss setting of another meaning
     ("trl_torch_dtype", RECIPE + "torch_dtype: bfloat16\n", "'torch_dtype' (TRL's older name: write dtype)"),
     ("trl_max_prompt_length", RECIPE + "max_prompt_length: 512\n", "max_prompt_tokens drops longer ones"),

@@ -426,6 +426,13 @@ class PolyEPOConfig(PolyEPOSettings, GRPOConfig):
             self.scale_rewards = "group" if self.scale_rewards else "none"
         check_field_types(self)  # a YAML recipe's values arrive unconverted: hold each to its field's type
         self.validate_grpo_basics()
+        given = (self.gradient_checkpointing, self.activation_checkpointing)
+        if None not in given and given[0] != given[1]:
+            raise ValueError(
+                f"gradient_checkpointing={given[0]} and activation_checkpointing={given[1]}: the first is the "
+                "deprecated name of the second, and the run would keep one without a word. Give "
+                "activation_checkpointing only."
+            )
         if self.activation_checkpointing is None and self.gradient_checkpointing is None:
             self.activation_checkpointing = True  # TRL's default, without the deprecation warning
         super().__post_init__()
