@@ -368,6 +368,10 @@ def _host_state() -> tuple[int, int, int]:
 @pytest.mark.parametrize("bomb", ["fork_bomb", "memory_bomb", "disk_fill"])
 @pytest.mark.slow
 def test_bombs_leave_the_host_as_it_was(reward, bomb):
+    """Each bomb is checked on what it attacks, and on nothing another process of a busy host moves: the fork bomb
+    on the process count, the memory bomb and the disk fill (whose /tmp is the sandbox's own tmpfs, in memory) on
+    the memory available, and the disk fill also on the host's /tmp, where its file must not appear."""
+    assert not os.path.exists("/tmp/fill")
     before = _host_state()
     verdict = reward.check(fenced(FORGERIES[bomb]), SECRET_TEST, "Solution().secret")
     assert not verdict.passed
@@ -376,7 +380,11 @@ def test_bombs_leave_the_host_as_it_was(reward, bomb):
     deadline = time.time() + 15
     while True:
         after = _host_state()
-        settled = after[0] <= before[0] + 2 and after[1] >= before[1] - 400 and after[2] >= before[2] - 64
+        settled = {
+            "fork_bomb": after[0] <= before[0] + 2,
+            "memory_bomb": after[1] >= before[1] - 400,
+            "disk_fill": after[1] >= before[1] - 400 and not os.path.exists("/tmp/fill"),
+        }[bomb]
         if settled or time.time() > deadline:
             break
         time.sleep(0.1)
