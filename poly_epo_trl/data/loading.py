@@ -222,12 +222,14 @@ def load_local_file(args: DatasetArguments, path: Path, split: str) -> Dataset:
         raise RecipeError(f"dataset_name={name!r}: no such file {str(path)!r}.")
     if path.stat().st_size == 0:
         raise RecipeError(f"dataset_name={name!r}: the file is empty.")
-    if kind == "json" and path.stat().st_size <= CHECKED_BYTES:
+    checked = kind == "json" and path.stat().st_size <= CHECKED_BYTES
+    if checked:
         check_local_rows(path, name)  # pyarrow reads bad text without a word, and fails on it at the first row read
     try:
         table = load_dataset(kind, data_files=str(path), split="train")
     except Exception as error:
-        check_local_rows(path, name)  # read the file again only to name the empty file or the bad row
+        if not checked:
+            check_local_rows(path, name)  # read the file again only to name the empty file or the bad row
         cause = error.__cause__ or error
         raise RecipeError(f"dataset_name={name!r} could not be read as {kind}: {cause}") from None
     column = args.split_column

@@ -448,7 +448,7 @@ class PolyEPOConfig(PolyEPOSettings, GRPOConfig):
                 "num_generations=None: a group needs at least 2 completions per prompt to compare (the paper samples "
                 "8)."
             )
-        check_grpo_settings(self)
+        check_grpo_settings(self, typed=True)  # __post_init__ held every field to its type first
 
 
 def options_table() -> str:

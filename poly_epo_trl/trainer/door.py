@@ -49,10 +49,12 @@ ADAMW_ERRORS = {
 }
 
 
-def check_grpo_settings(args: Any) -> None:
-    """Every check of the module on ``args`` (a ``GRPOConfig``, before or after its own ``__post_init__``)."""
-    plain = [spec.name for spec in fields(args) if isinstance(getattr(args, spec.name), PLAIN)]
-    check_field_types(args, plain)  # not the objects GRPOConfig's own __post_init__ makes of some (AcceleratorConfig)
+def check_grpo_settings(args: Any, typed: bool = False) -> None:
+    """Every check of the module on ``args`` (a ``GRPOConfig``, before or after its own ``__post_init__``;
+    ``typed``: its fields were already held to their types, as ``PolyEPOConfig`` holds them first)."""
+    if not typed:
+        plain = [spec.name for spec in fields(args) if isinstance(getattr(args, spec.name), PLAIN)]
+        check_field_types(args, plain)  # not the objects GRPOConfig's __post_init__ makes of some (AcceleratorConfig)
     hints = typing.get_type_hints(type(args))
     nulls = [f.name for f in fields(args) if getattr(args, f.name) is None and hints.get(f.name) in (int, float, bool)]
     check_field_types(args, nulls, none_allowed=False)  # a recipe's null for a number that takes none
