@@ -57,6 +57,9 @@ def coverage(population: Population, seeds: int, problems: int, k: int, repeats:
         (3, 66, 1, Population(1.0, 1.0, 0.3)),  # the real-LM benchmark: 3 seeds x 66 held-out prompts, pass@1
         (3, 66, 64, Population(0.3, 3.0, 0.3)),  # its pass@64 with many rarely answered prompts
         (3, 66, 64, Population(0.3, 3.0, 1.0)),  # a strong seed effect: the seeds' part dominates
+        (3, 66, 1, Population(1.0, 1.0, 1.0)),  # the seeds' part dominates pass@1 (Satterthwaite's df alone: 0.91)
+        (3, 66, 1, Population(1.0, 1.0, 1.5)),  # seeds dominating further
+        (5, 15, 1, Population(1.0, 1.0, 1.5)),  # the CPU demo's shape, seeds dominating
         (3, 19, 1, Population(1.0, 1.0, 0.3)),  # the one-letter design: 19 prompts
         (5, 15, 1, Population(1.0, 1.0, 0.5)),  # the CPU demo: 5 seeds x 15 numbers
         (3, 66, 1, Population(1.0, 1.0, 0.0)),  # no seed effect at all
@@ -64,6 +67,51 @@ def coverage(population: Population, seeds: int, problems: int, k: int, repeats:
 )
 def test_the_stated_95_percent_interval_covers_about_95_percent(seeds, problems, k, population):
     assert coverage(population, seeds, problems, k) >= 0.93
+
+
+class PairedPopulation:
+    """Two methods on the same problems: each seed shifts each method's logits on its own (sd ``seed_sd``), the
+    second method adds ``gain`` to every logit; ``difference(k)`` is the population's pass@k, first minus second."""
+
+    def __init__(self, a: float, b: float, seed_sd: float, gain: float = 0.5, n: int = 128) -> None:
+        self.one = Population(a, b, seed_sd, n)
+        self.gain = gain
+
+    def rates(self, rng: np.random.Generator, seeds: int, problems: int) -> tuple[np.ndarray, np.ndarray]:
+        base = logit(np.clip(rng.beta(self.one.a, self.one.b, size=problems), 1e-6, 1 - 1e-6))
+
+        def method(gain: float) -> np.ndarray:
+            shift = rng.normal(0.0, self.one.seed_sd, size=(seeds, 1))
+            return expit(base[None, :] + gain + shift + rng.normal(0.0, 0.3, size=(seeds, problems)))
+
+        return method(0.0), method(self.gain)
+
+    def tables(self, rng: np.random.Generator, seeds: int, problems: int, k: int) -> list[np.ndarray]:
+        n = self.one.n
+        return [pass_at_k_table(n, rng.binomial(n, rates), k) for rates in self.rates(rng, seeds, problems)]
+
+    def difference(self, k: int) -> float:
+        first, second = self.rates(np.random.default_rng(12345), 2_000, 1_000)
+        return float((1.0 - (1.0 - first) ** k).mean() - (1.0 - (1.0 - second) ** k).mean())
+
+
+@pytest.mark.parametrize(
+    ("k", "population"),
+    [
+        (1, PairedPopulation(1.0, 1.0, 0.3)),  # the real-LM benchmark's pass@1, Poly-EPO - GRPO
+        (64, PairedPopulation(0.3, 3.0, 0.3)),  # its pass@64
+        (1, PairedPopulation(1.0, 1.0, 1.0)),  # the seeds' part dominates the difference
+        (64, PairedPopulation(0.3, 3.0, 1.0)),
+    ],
+)
+def test_a_paired_difference_covers_about_95_percent(k, population):
+    """Paired on seed index and problems, at the real-LM benchmark's 3 seeds x 66 prompts."""
+    rng, truth, hits, repeats = np.random.default_rng(k), population.difference(k), 0, 600
+    for _ in range(repeats):
+        first, second = population.tables(rng, 3, 66, k)
+        interval = paired_difference(first, second)
+        hits += interval.low <= truth <= interval.high
+    assert hits / repeats >= 0.93
 
 
 def test_a_seed_range_would_not_cover():
