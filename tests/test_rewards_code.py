@@ -358,37 +358,73 @@ def test_expected_values_never_reach_the_sandbox():
 # --- the host survives ---------------------------------------------------------------------------------------------
 
 
-def _host_state() -> tuple[int, int, int]:
-    processes = sum(1 for p in os.listdir("/proc") if p.isdigit())
-    with open("/proc/meminfo") as meminfo:
-        available = next(int(line.split()[1]) for line in meminfo if line.startswith("MemAvailable"))
-    return processes, available // 1024, shutil.disk_usage("/tmp").free // 2**20
+def _processes() -> dict[int, tuple[int, int, str]]:
+    """Every live process: pid -> (parent pid, resident MB, command line)."""
+    found = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/status") as status:
+                fields = dict(line.split(":", 1) for line in status if ":" in line)
+            with open(f"/proc/{name}/cmdline", "rb") as cmdline:
+                command = cmdline.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:  # gone meanwhile
+            continue
+        resident = int(fields.get("VmRSS", "0 kB").split()[0]) // 1024
+        found[int(name)] = (int(fields["PPid"]), resident, command)
+    return found
+
+
+def _sandbox_leftovers(before: set[int]) -> dict[int, tuple[int, int, str]]:
+    """Processes started since ``before`` that are this test's descendants or a bubblewrap: what a bomb that got out
+    of its sandbox's limits would leave. Other processes of a busy host (CI's installs) are not counted."""
+    now = _processes()
+
+    def ours(pid: int) -> bool:
+        while pid > 1 and pid in now:
+            if pid == os.getpid():
+                return True
+            pid = now[pid][0]
+        return False
+
+    return {pid: now[pid] for pid in now if pid not in before and (ours(pid) or "bwrap" in now[pid][2])}
 
 
 @pytest.mark.parametrize("bomb", ["fork_bomb", "memory_bomb", "disk_fill"])
 @pytest.mark.slow
 def test_bombs_leave_the_host_as_it_was(reward, bomb):
-    """Each bomb is checked on what it attacks, and on nothing another process of a busy host moves: the fork bomb
-    on the process count, the memory bomb and the disk fill (whose /tmp is the sandbox's own tmpfs, in memory) on
-    the memory available, and the disk fill also on the host's /tmp, where its file must not appear."""
+    """Each bomb is checked on what it leaves, and on nothing another process of a busy host moves: no process it
+    started (a forked child, the process holding its memory or its tmpfs /tmp) outlives the check, and the disk fill's
+    file never appears in the host's /tmp. (Host-wide counts, free memory and free disk move by hundreds of MB beside
+    CI's own installs, so they are not the measure.)"""
     assert not os.path.exists("/tmp/fill")
-    before = _host_state()
+    before = set(_processes())
     verdict = reward.check(fenced(FORGERIES[bomb]), SECRET_TEST, "Solution().secret")
     assert not verdict.passed
-    # MemAvailable moves by a few hundred MB on its own here (the kernel frees namespaces and slabs late), so the
-    # memory check allows 400 MB: below the 512 MB a surviving memory bomb would still hold.
     deadline = time.time() + 15
-    while True:
-        after = _host_state()
-        settled = {
-            "fork_bomb": after[0] <= before[0] + 2,
-            "memory_bomb": after[1] >= before[1] - 400,
-            "disk_fill": after[1] >= before[1] - 400 and not os.path.exists("/tmp/fill"),
-        }[bomb]
-        if settled or time.time() > deadline:
-            break
+    while (left := _sandbox_leftovers(before)) and time.time() < deadline:
         time.sleep(0.1)
-    assert settled, (before, after)
+    assert not left, left
+    assert not os.path.exists("/tmp/fill")
+
+
+def test_sandbox_leftovers_sees_a_process_that_outlives_its_check():
+    """The measure above can fail: a child of this test started after the snapshot is seen, with its memory."""
+    import subprocess
+    import sys
+
+    before = set(_processes())
+    child = subprocess.Popen([sys.executable, "-c", "import time; block = bytearray(80 * 2**20); time.sleep(30)"])
+    try:
+        deadline = time.time() + 10
+        while not (left := _sandbox_leftovers(before)).get(child.pid, (0, 0, ""))[1] >= 64 and time.time() < deadline:
+            time.sleep(0.05)
+        assert left[child.pid][1] >= 64
+    finally:
+        child.kill()
+        child.wait()
+    assert child.pid not in _sandbox_leftovers(before)
 
 
 # --- bad rows, metrics, modes --------------------------------------------------------------------------------------
