@@ -41,7 +41,7 @@ def test_interval_labels_say_what_the_interval_is_over():
     assert interval_label(1, 15) == "95% interval over 15 problems, 1 seed (no seed spread in it)"
     assert interval_label(5, 15) == "95% interval over 5 seeds x 15 problems"
     assert interval_label(3, 19, paired=False) == "range over 3 seeds (min-max, not an interval)"
-    assert format_interval({"mean": 0.5, "low": 0.5, "high": 0.5}, 2) == "0.50"
+    assert format_interval({"mean": 0.5, "low": 0.5, "high": 0.5}, 2) == "0.50 (no spread)"
     assert format_interval({"mean": 0.5, "low": 0.25, "high": 0.75}, 2) == "0.50 [0.25, 0.75]"
 
 

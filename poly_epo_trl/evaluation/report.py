@@ -195,13 +195,14 @@ def paired_comparisons(
 
 
 def format_interval(stat: dict[str, Any] | None, digits: int, at: int | None = None) -> str:
-    """``mean [low, high]`` of a scalar's stat, or of a curve's point ``at`` (the mean alone when the interval has no
-    width); "-" for a missing stat."""
+    """``mean [low, high]`` of a scalar's stat, or of a curve's point ``at``; ``mean (no spread)`` where every seed
+    and problem gave the same value (pass@64 with every problem solved), which has no interval to show; "-" for a
+    missing stat."""
     if stat is None:
         return "-"
     mean, low, high = (stat[b] if at is None else stat[b][at] for b in ("mean", "low", "high"))
-    if low == mean == high:  # no interval (one seed)
-        return f"{mean:.{digits}f}"
+    if low == mean == high:
+        return f"{mean:.{digits}f} (no spread)"
     return f"{mean:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
 
 
