@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from scipy import stats
 
+
 @dataclass(frozen=True)
 class Interval:
     """A mean, its ``confidence`` interval [low, high] and the degrees of freedom behind it (inf: no spread)."""
