@@ -100,10 +100,23 @@ def check_duplicate_keys(argv: list[str] | None) -> None:
         return
 
     class Loader(yaml.SafeLoader):
+        root: Any = None
+
+        def construct_document(self, node: Any) -> Any:
+            self.root = node
+            return super().construct_document(node)
+
         def construct_mapping(self, node: Any, deep: bool = False) -> Any:
             seen: dict[Any, int] = {}
             for key_node, _ in node.value:
                 key = self.construct_object(key_node, deep=deep)
+                line = key_node.start_mark.line + 1
+                if isinstance(key, (list, dict)) or (node is self.root and not (isinstance(key, str) and key.strip())):
+                    shown = {list: "a list", dict: "a mapping"}.get(type(key), repr(key))
+                    raise RecipeError(
+                        f"{path}, line {line}: the key {shown} is not a setting's name. Write `name: value`, as in "
+                        "`set_size: 4` (a key is a word: not empty, null, a number or a list)."
+                    )
                 if key in seen:
                     raise RecipeError(
                         f"The recipe sets {key!r} twice (lines {seen[key]} and {key_node.start_mark.line + 1}): YAML "
@@ -112,7 +125,8 @@ def check_duplicate_keys(argv: list[str] | None) -> None:
                 seen[key] = key_node.start_mark.line + 1
             return super().construct_mapping(node, deep)
 
-    with open(args[args.index("--config") + 1]) as file:
+    path = args[args.index("--config") + 1]
+    with open(path) as file:
         recipe = yaml.load(file, Loader=Loader)
     for key, value in recipe.items() if isinstance(recipe, dict) else ():
         check_flat_list(key, value)

@@ -24,6 +24,11 @@ RECIPES = [
     ("yaml_syntax", RECIPE + "set_size: [4\n", "recipe.yaml is not valid YAML (line"),  # which file, where
     ("yaml_tab", RECIPE + "\tset_size: 4\n", "not valid YAML"),
     ("unknown_key", RECIPE + "set_sise: 3\n", "did you mean 'set_size'"),
+    ("empty_key", RECIPE + '"": 3\n', "line 35: the key '' is not a setting's name"),  # not "Unknown keys: ''"
+    ("null_key", RECIPE + "null: 3\n", "line 35: the key None is not a setting's name"),
+    ("number_key", RECIPE + "3: x\n", "line 35: the key 3 is not"),
+    ("list_key", RECIPE + "? [a, b]\n: 3\n", "line 35: the key a list is not"),  # not "unhashable type: 'list'"
+    ("mapping_key_nested", RECIPE + "reward_kwargs: {? {a: 1} : 2}\n", "the key a mapping is not"),
     ("set_size_float", replaced("set_size: 4", "set_size: 2.5"), "set_size=2.5"),
     ("set_size_word", replaced("set_size: 4", "set_size: four"), "set_size"),
     ("set_size_too_big", replaced("set_size: 4", "set_size: 8"), "set_size=8"),
