@@ -147,12 +147,12 @@ def test_a_bad_recipe_stops_at_the_door(text, word, tmp_path, capsys, monkeypatc
     ("files", "word"),
     [
         ({"rows.jsonl": ""}, "the file is empty"),
-        ({"rows.jsonl": '{"problem": "1+1"}\n{oops\n'}, "row 2 is not JSON"),
+        ({"rows.jsonl": '{"problem": "1+1"}\n\n{oops\n'}, "line 3 is not JSON"),  # the file's line, blank ones counted
         (
             {"rows.jsonl": '{"problem": "1+1"}\n{"problem": "\\ud83d"}\n'},
-            "row 2 holds '\\\\ud83d', half of a surrogate",
+            "line 2 holds '\\\\ud83d', half of a surrogate",
         ),
-        ({"rows.jsonl": b'{"problem": "1+1"}\n{"problem": "\xff"}\n'}, "row 2 is not UTF-8 (invalid start byte"),
+        ({"rows.jsonl": b'{"problem": "1+1"}\n{"problem": "\xff"}\n'}, "line 2 is not UTF-8 (invalid start byte"),
         ({"rows.csv": ""}, "the file is empty"),
         ({"afile": "x"}, "is a file, not a folder"),
         ({"notes/readme.md": "x", "notes/sub/deep.bin": "x"}, "is a folder with no data file at its top"),

@@ -291,11 +291,11 @@ def check_local_rows(path: Path, name: str) -> None:
 
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rb") as handle:
-        lines = [line for line in handle if line.strip()] if ".jsonl" in path.suffixes else None
+        lines = [(n, line) for n, line in enumerate(handle, 1) if line.strip()] if ".jsonl" in path.suffixes else None
     if lines == []:
         raise RecipeError(f"dataset_name={name!r}: the file is empty.")
-    for number, line in enumerate(lines or [], 1):
-        where = f"dataset_name={name!r}: {path}, row {number}"
+    for number, line in lines or []:
+        where = f"dataset_name={name!r}: {path}, line {number}"
         try:
             text = line.decode("utf-8")
         except UnicodeDecodeError as error:
