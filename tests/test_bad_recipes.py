@@ -2,6 +2,7 @@
 loads, with exit code 2, one message that names the field, and no traceback."""
 
 import importlib.util
+import json
 import logging
 from pathlib import Path
 
@@ -305,3 +306,31 @@ def test_a_column_the_table_has_but_the_prompts_leave_out_is_named_with_the_key_
     parts = main(["--config", str(recipe), "--dry_run", "true", "--keep_columns", "solution", "--instruction", ""])
     rows = parts.train_dataset  # the dry run's assembled parts: the column kept, the prompt as the table has it
     assert rows[0]["solution"] == "1 + 1 = 2" and rows[0]["prompt"] == "What is 1 + 1?", rows[0]
+
+
+@pytest.mark.parametrize(
+    ("solutions", "word"),
+    [
+        (["\\boxed{5}", None, "\\boxed{2}"], "Row 1 (counting from 0): column 'solution' (answer_column) is empty"),
+        (["\\boxed{5}", [4]], "Row 1 (counting from 0): column 'solution' (answer_column) holds list '[4]'"),
+        (["\\boxed{5}", {"value": 4}], "holds dict"),
+    ],
+)
+def test_an_answer_some_rows_lack_or_give_as_a_list_is_refused_with_its_row(solutions, word, tmp_path, capsys):
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text("".join(json.dumps({"problem": f"q{i}", "solution": s}) + "\n" for i, s in enumerate(solutions)))
+    argv = ["--config", str(ROOT / "recipes/tiny/poly_epo/config_cpu.yaml"), "--dry_run", "true"]
+    argv += ["--dataset_name", str(rows), "--answer_column", "solution", "--reward_funcs", "math", "--judge", "answer"]
+    with pytest.raises(SystemExit) as stop:
+        main([*argv, "--output_dir", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and word in err and "Traceback" not in err, err[-600:]
+
+
+def test_a_numeric_answer_reaches_the_rewards_as_its_text(tmp_path):
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text('{"problem": "1+1?", "solution": 2}\n{"problem": "half?", "solution": 0.5}\n')
+    argv = ["--config", str(ROOT / "recipes/tiny/poly_epo/config_cpu.yaml"), "--dry_run", "true"]
+    argv += ["--dataset_name", str(rows), "--answer_column", "solution", "--reward_funcs", "math", "--judge", "answer"]
+    parts = main([*argv, "--output_dir", str(tmp_path / "out")])
+    assert parts.train_dataset["answer"] == ["2", "0.5"]

@@ -130,8 +130,7 @@ def format_dataset(
         for option, (column, target) in wanted.items():
             if option == "prompt_column":
                 continue
-            value = row[column]
-            out[target] = (None if value is None else str(value)) if target == "answer" else value
+            out[target] = row_value(row[column], index, column, option, target, trl_format=fmt.as_is)
         return out
 
     if fmt.as_is:
@@ -140,6 +139,32 @@ def format_dataset(
     read = {fmt.column, args.code_setup_column} - set(keep)
     remove = [c for c in dataset.column_names if c not in kept or c in read]
     return dataset.map(to_prompt, with_indices=True, remove_columns=remove)
+
+
+def row_value(value: Any, index: int, column: str, option: str, target: str, trl_format: bool = False) -> Any:
+    """A row's ``column`` as the rewards get it. An answer is text: a number as its text (``5`` -> ``"5"``, ``0.5``
+    -> ``"0.5"``; a whole number without ``.0``, since a column of ``2`` and ``0.5`` reads back ``2.0``). RecipeError,
+    naming the row, for an empty answer or tests cell (the rewards would get None while other rows have it) and for
+    an answer that is a list or mapping (``[5]`` would reach them as the text ``"[5]"``). In TRL's format, which keeps
+    every column and checks the rewards' own columns by name, an answer only becomes text."""
+    if value is None:
+        if trl_format or target not in ("answer", "tests"):
+            return None
+        raise RecipeError(
+            f"Row {index} (counting from 0): column {column!r} ({option}) is empty, and the rewards read it as "
+            f"{target!r}. Fill it or drop the row, or set {option}: null if no reward reads it."
+        )
+    if target != "answer":
+        return value
+    if isinstance(value, (list, dict, tuple)) and not trl_format:
+        raise RecipeError(
+            f"Row {index} (counting from 0): column {column!r} ({option}) holds {type(value).__name__} "
+            f"{str(value)[:80]!r}; an answer is text (or a number), which the rewards compare. Give it as text, for "
+            "example its one correct answer."
+        )
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
 
 
 def drop_long_prompts(dataset: Dataset, tokenizer: Any, max_tokens: int) -> tuple[Dataset, int]:
