@@ -99,3 +99,28 @@ def test_fsdp_shards_without_a_config_say_how_to_merge_them(tmp_path):
     (tmp_path / "pytorch_model_fsdp_0").mkdir()
     with pytest.raises(RecipeError, match=r"accelerate merge-weights .*pytorch_model_fsdp_0 .*merged"):
         resolve_model(str(tmp_path))
+
+
+def test_a_checkpoint_is_complete_only_once_every_process_has_written_its_random_generators(tmp_path):
+    """Each process writes ``rng_state_<r>.pth`` after the save's last collective step, so the first process's
+    ``trainer_state.json`` can be on disk before another's generators: a kill -9 then leaves a checkpoint whose
+    resume would draw other samples on that process."""
+    import torch
+
+    from poly_epo_trl.trainer.resume import complete_checkpoints, save_resume_state
+
+    folder = tmp_path / "checkpoint-2"
+    for rank in (0, 1):
+        save_resume_state({"step": 2}, str(folder), rank)
+    (folder / "trainer_state.json").write_text(json.dumps({"global_step": 2}))
+    torch.save({"cpu": torch.get_rng_state()}, folder / "rng_state_0.pth")
+    assert complete_checkpoints(str(tmp_path), 2) == ([], [(str(folder), "rng_state_1.pth is missing")])
+    torch.save({"cpu": torch.get_rng_state()}, folder / "rng_state_1.pth")
+    whole = (folder / "rng_state_1.pth").read_bytes()
+    (folder / "rng_state_1.pth").write_bytes(whole[: len(whole) // 2])  # killed mid-write
+    assert complete_checkpoints(str(tmp_path), 2) == ([], [(str(folder), "rng_state_1.pth is cut short")])
+    (folder / "rng_state_1.pth").write_bytes(whole)
+    assert complete_checkpoints(str(tmp_path), 2) == ([str(folder)], [])
+    for rank in (0, 1):  # save_only_model: no generators saved by any process, nothing to wait for
+        (folder / f"rng_state_{rank}.pth").unlink()
+    assert complete_checkpoints(str(tmp_path), 2) == ([str(folder)], [])

@@ -11,7 +11,9 @@ skips the batches already trained on). Three things are lost without this module
 - The trainer's own counters (the judge's fallback patience).
 
 The state files are written before transformers writes the checkpoint, whose ``trainer_state.json`` comes last: a
-checkpoint is complete when that file parses and every process's state file is there (``complete_checkpoints``).
+checkpoint is complete when that file parses, every process's state file is there and, with several processes, every
+process's random generators (``rng_state_<r>.pth``; each process writes its own after the last collective step of the
+save, so the first process's ``trainer_state.json`` can come before another's) (``complete_checkpoints``).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import os
 import random
 import re
 import shutil
+import zipfile
 from collections.abc import Iterator
 from dataclasses import fields
 from typing import Any
@@ -146,7 +149,8 @@ def load_resume_state(checkpoint: str, rank: int, device: Any) -> dict[str, Any]
 
 
 def incomplete_reason(checkpoint: str, world_size: int) -> str | None:
-    """Why a checkpoint cannot be resumed from (a missing or unreadable file), or None when it is complete."""
+    """Why a checkpoint cannot be resumed from (a missing, unreadable or cut-short file), or None when it is
+    complete."""
     state_file = os.path.join(checkpoint, "trainer_state.json")
     try:
         with open(state_file) as handle:
@@ -156,6 +160,11 @@ def incomplete_reason(checkpoint: str, world_size: int) -> str | None:
     missing = [state_path(checkpoint, r) for r in range(world_size) if not os.path.exists(state_path(checkpoint, r))]
     if missing and any(os.path.exists(state_path(checkpoint, r)) for r in range(world_size)):
         return f"{os.path.basename(missing[0])} is missing"
+    rng_files = [os.path.join(checkpoint, f"rng_state_{r}.pth") for r in range(world_size)] if world_size > 1 else []
+    if rng_files and os.path.exists(rng_files[0]):  # absent altogether with save_only_model
+        for path in rng_files:
+            if not zipfile.is_zipfile(path):  # torch.save's archive ends with its directory: a cut file has none
+                return f"{os.path.basename(path)} is {'cut short' if os.path.exists(path) else 'missing'}"
     return None
 
 
