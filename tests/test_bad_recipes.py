@@ -311,11 +311,12 @@ def test_a_column_the_table_has_but_the_prompts_leave_out_is_named_with_the_key_
 @pytest.mark.parametrize(
     ("solutions", "word"),
     [
+        (["\\boxed{5}", None, "\\boxed{2}"], "Row 1 (counting from 0): column 'solution' (answer_column) is empty"),
         (["\\boxed{5}", [4]], "Row 1 (counting from 0): column 'solution' (answer_column) holds list '[4]'"),
         (["\\boxed{5}", {"value": 4}], "holds dict"),
     ],
 )
-def test_an_answer_given_as_a_list_or_mapping_is_refused_with_its_row(solutions, word, tmp_path, capsys):
+def test_an_answer_some_rows_lack_or_give_as_a_list_is_refused_with_its_row(solutions, word, tmp_path, capsys):
     rows = tmp_path / "rows.jsonl"
     rows.write_text("".join(json.dumps({"problem": f"q{i}", "solution": s}) + "\n" for i, s in enumerate(solutions)))
     argv = ["--config", str(ROOT / "recipes/tiny/poly_epo/config_cpu.yaml"), "--dry_run", "true"]

@@ -61,14 +61,16 @@ def test_missing_reference_is_not_scored(verifier, gold):
     assert math_reward(completions, [gold] * 4, verifier=verifier) == [None] * 4
 
 
-def test_missing_reference_stays_missing_through_the_dataset(tmp_path):
+def test_a_row_without_a_reference_is_refused_with_its_number_before_it_reaches_the_reward(tmp_path):
+    """The dataset never turns a missing reference into the text "None" (which \\boxed{None} would match): a row
+    without one, among rows with one, is refused at the door, naming the row."""
     from poly_epo_trl.data import DatasetArguments, format_dataset, load_table
+    from poly_epo_trl.recipe import RecipeError
 
     path = tmp_path / "rows.jsonl"
     path.write_text('{"problem": "1+1", "answer": "2"}\n{"problem": "?", "answer": null}\n')
-    rows = format_dataset(load_table(DatasetArguments(dataset_name=str(path)), "train"), DatasetArguments())
-    assert rows["answer"] == ["2", None]
-    assert math_reward(["\\boxed{none}"] * 2, rows["answer"]) == [0.0, None]
+    with pytest.raises(RecipeError, match=r"Row 1 \(counting from 0\): column 'answer' \(answer_column\) is empty"):
+        format_dataset(load_table(DatasetArguments(dataset_name=str(path)), "train"), DatasetArguments())
 
 
 def test_chat_completions_and_batch(verifier):

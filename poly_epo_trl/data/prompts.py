@@ -143,12 +143,17 @@ def format_dataset(
 
 def row_value(value: Any, index: int, column: str, option: str, target: str, trl_format: bool = False) -> Any:
     """A row's ``column`` as the rewards get it. An answer is text: a number as its text (``5`` -> ``"5"``, ``0.5``
-    -> ``"0.5"``; a whole number without ``.0``, since a column of ``2`` and ``0.5`` reads back ``2.0``). An empty
-    cell stays None, which the rewards skip (a row without a reference is not scored). RecipeError, naming the row, for
+    -> ``"0.5"``; a whole number without ``.0``, since a column of ``2`` and ``0.5`` reads back ``2.0``). RecipeError,
+    naming the row, for an empty answer or tests cell (the rewards would get None while other rows have it) and for
     an answer that is a list or mapping (``[5]`` would reach them as the text ``"[5]"``). In TRL's format, which keeps
     every column and checks the rewards' own columns by name, an answer only becomes text."""
     if value is None:
-        return None
+        if trl_format or target not in ("answer", "tests"):
+            return None
+        raise RecipeError(
+            f"Row {index} (counting from 0): column {column!r} ({option}) is empty, and the rewards read it as "
+            f"{target!r}. Fill it or drop the row, or set {option}: null if no reward reads it."
+        )
     if target != "answer":
         return value
     if isinstance(value, (list, dict, tuple)) and not trl_format:
