@@ -138,6 +138,14 @@ class ScriptArguments(DatasetArguments, CodeRewardSettings, AgentArguments):
         super().__post_init__()
         self.check_code_reward_settings()
         self.settle_reward_funcs(self.reward_model_name_or_path)
+        empty = {
+            "eval_dataset_name": "name the held-out problems' file or dataset",
+            "chat_template": "give a Jinja template or a file holding one",
+        }
+        for name, what in empty.items():
+            if isinstance(getattr(self, name), str) and not getattr(self, name).strip():
+                value = getattr(self, name)
+                raise RecipeError(f"{name}={value!r} is empty: {what}, or leave the key out (null) for none.")
         if self.eval_vote_answer not in VOTE_MODES:
             raise RecipeError(f"eval_vote_answer={self.eval_vote_answer!r}: use one of {list(VOTE_MODES)}.")
         if self.max_train_samples is not None and self.max_train_samples < 1:

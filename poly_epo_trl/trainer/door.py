@@ -188,7 +188,13 @@ def check_output_dir(output_dir: Any) -> None:
 
 
 def check_extras(args: Any) -> None:
-    """A setting that needs an optional extra says which to install."""
+    """A setting that needs an optional extra says which to install; an empty ``deepspeed`` is refused (transformers
+    would run without DeepSpeed, silently)."""
+    if isinstance(getattr(args, "deepspeed", None), str) and not args.deepspeed.strip():
+        raise ValueError(
+            f"deepspeed={args.deepspeed!r} is empty: name a DeepSpeed JSON config, or leave the key out and launch "
+            "with accelerate launch --config_file recipes/accelerate_configs/zero2.yaml."
+        )
     if getattr(args, "deepspeed", None) and importlib.util.find_spec("deepspeed") is None:
         raise ValueError(
             f"deepspeed={args.deepspeed!r} needs DeepSpeed, which is not installed: pip install "
