@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from matplotlib.figure import Figure
 
 from poly_epo_trl.assembly import AgreementArguments, assemble_agreement, parse_and_run
 from poly_epo_trl.constants import DEGENERATE_CLUSTER_ID
@@ -96,6 +95,8 @@ def figure(names: list[str], pairs: list[dict], path: Path) -> None:
     for p in pairs:
         i, j = (names.index(n) for n in p["judges"])
         matrix[i, j] = matrix[j, i] = p["ari"]["mean"] if "ari" in p else np.nan
+    from matplotlib.figure import Figure  # loaded when the figure is drawn
+
     fig = Figure(figsize=(1.2 * len(names) + 2.5, 1.0 * len(names) + 1.8))
     ax = fig.add_subplot(1, 1, 1)
     image = ax.imshow(matrix, vmin=-0.2, vmax=1, cmap="viridis")

@@ -10,11 +10,12 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
-
-from matplotlib.figure import Figure
+from typing import TYPE_CHECKING, Any
 
 from .plots import draw_training
+
+if TYPE_CHECKING:  # matplotlib loads when a figure is drawn, not with training
+    from matplotlib.figure import Figure
 
 STATE = "trainer_state.json"
 FIGURE = "training_curves.png"  # what the end of training and ``poly-epo plot`` write into a run's folder
@@ -74,6 +75,8 @@ def curves_figure(runs: dict[str, list[list[dict[str, Any]]]], columns: int = 3)
         raise ValueError("none of the runs logged a metric to plot (reward, poly_epo/*, judge/*, eval/pass@k)")
     run_colors = {name: f"C{i}" for i, name in enumerate(runs)}
     rows = -(-len(panels) // columns)
+    from matplotlib.figure import Figure
+
     fig = Figure(figsize=(5.2 * min(columns, len(panels)), 3.9 * rows))
     for i, (title, keys) in enumerate(panels):
         ax = fig.add_subplot(rows, min(columns, len(panels)), i + 1)

@@ -26,7 +26,6 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
-from scipy import stats
 
 
 @dataclass(frozen=True)
@@ -90,6 +89,8 @@ def crossed_interval(table: Sequence[Sequence[float]] | np.ndarray, confidence: 
         variance = combined / (seeds * problems)
     if variance <= 0:
         return Interval(mean, mean, mean, confidence, float("inf"))
+    from scipy import stats  # loaded when an interval is computed, not with training
+
     half = float(stats.t.ppf(0.5 + confidence / 2, df)) * variance**0.5
     return Interval(mean, mean - half, mean + half, confidence, df)
 

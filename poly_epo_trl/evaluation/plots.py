@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from matplotlib.figure import Figure
+if TYPE_CHECKING:  # matplotlib loads when a figure is drawn, not with training
+    from matplotlib.figure import Figure
 
 PANELS = ("pass_at_k", "maj_at_k", "vote_share", "distinct_correct_clusters")
 BOOTSTRAP = "95% bootstrap over problems"
@@ -112,6 +113,8 @@ def report_figure(
     summaries: dict[str, dict[str, Any]], panels: tuple[str, ...] = PANELS, band: str = BOOTSTRAP
 ) -> Figure:
     """The panels side by side (no pyplot: safe in scripts, shown inline in notebooks)."""
+    from matplotlib.figure import Figure
+
     fig = Figure(figsize=(4.6 * len(panels), 4.2))
     for i, panel in enumerate(panels):
         draw(fig.add_subplot(1, len(panels), i + 1), panel, summaries, band)
@@ -139,6 +142,8 @@ def training_figure(
     colors: dict[str, str] | None = None,
 ) -> Figure:
     """A metric over training (``draw_training``) next to the final pass@k against k."""
+    from matplotlib.figure import Figure
+
     fig = Figure(figsize=(11, 4.2))
     draw_training(fig.add_subplot(1, 2, 1), curves, ylabel, colors)
     draw(fig.add_subplot(1, 2, 2), "pass_at_k", summaries, band, colors)
