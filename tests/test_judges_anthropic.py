@@ -36,7 +36,8 @@ def test_anthropic_correct_and_fenced_answers(api_key):
 )
 def test_anthropic_service_failures_are_retried(api_key, failure, stat):
     script = Script([failure])
-    # a reply never meets the timeout, however loaded the machine (a minute); the hang (30 s) meets it in 3 s
+    # a request never meets the timeout, however loaded the machine (the client's first one sets itself up inside
+    # it); the scripted hang (30 s) meets it in 3 s
     timeout = 3.0 if failure == "hang" else 60.0
     judge = claude(script, retry=RetryPolicy(timeout=timeout, budget=5, base_delay=0.001))
     start = time.perf_counter()
