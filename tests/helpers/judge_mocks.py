@@ -16,7 +16,9 @@ from poly_epo_trl.judges import (
     ServerOptions,
 )
 
-FAST = RetryPolicy(timeout=0.5, budget=0.3, base_delay=0.001, max_delay=0.01)
+# Quick retries of scripted failures; a timeout no request meets however loaded the machine (a client's first
+# request sets itself up inside it): a test that wants a timeout scripts a hang and gives its own
+FAST = RetryPolicy(timeout=60.0, budget=0.3, base_delay=0.001, max_delay=0.01)
 PROBLEM = "Solve x^2 - 5x + 6 = 0."
 COMPLETIONS = ["factor: (x-2)(x-3), so x=2 or 3", "quadratic formula gives 2 and 3", "(x-2)(x-3)=0", "asdf"]
 GOOD = json.dumps(
