@@ -31,11 +31,13 @@ OPEN_R1_REWARD_KNOBS = (
     "cosine_max_len", "repetition_n_grams", "repetition_max_penalty", "code_language", "code_eval_test_batch_size",
     "parallel_code_exec_per_proc", "e2b_router_url", "morph_router_url", "code_provider", "ioi_provider",
 )  # fmt: skip
-# Keys of other recipes that are not ours (TRL's older names, open-r1's own fields), each with what to write instead:
-# said before any near-miss spelling, which could point at a setting of another meaning (torch_dtype is not
-# torch_compile, max_prompt_length is not max_completion_length, hub_model_revision is not model_revision)
+# Keys of other recipes that are not ours (TRL's and transformers' older names, open-r1's own fields), each with what
+# to write instead: said before any near-miss spelling, which could point at a setting of another meaning (torch_dtype
+# is not torch_compile, max_prompt_length is not max_completion_length, hub_model_revision is not model_revision,
+# warmup_ratio is not warmup_steps' count)
 FOREIGN_KEYS = {
     "torch_dtype": "TRL's older name: write dtype",
+    "warmup_ratio": "transformers' older name: write warmup_steps, where a number below 1 is the ratio (0.1)",
     "max_prompt_length": "gone from TRL's GRPOConfig, which keeps whole prompts: max_prompt_tokens drops longer ones",
     "hub_model_revision": "open-r1's branch to push to: write hub_revision (model_revision is the one to load)",
     "push_to_hub_revision": "open-r1's: push_to_hub: true with hub_revision pushes to that branch",

@@ -63,6 +63,11 @@ RECIPES = [
     ("rewards_empty", replaced("reward_funcs: [sum_pair]", "reward_funcs: []"), "reward_funcs is empty"),
     ("rewards_string", replaced("reward_funcs: [sum_pair]", "reward_funcs: sum_pair"), "write [sum_pair]"),
     ("reward_unknown", replaced("reward_funcs: [sum_pair]", "reward_funcs: [maths]"), "Unknown reward 'maths'"),
+    (
+        "reward_open_r1",
+        replaced("reward_funcs: [sum_pair]", "reward_funcs: [accuracy]"),
+        "open-r1's 'accuracy' is named here by path, open_r1.rewards:accuracy_reward, with open-r1 installed",
+    ),
     ("reward_weights_count", RECIPE + "reward_weights: [1.0, 2.0]\n", "reward_weights"),
     ("reward_weights_text", RECIPE + "reward_weights: heavy\n", "reward_weights"),
     ("trainer_unknown", replaced("trainer: poly_epo", "trainer: ppo"), "trainer='ppo'"),
@@ -114,6 +119,7 @@ RECIPES = [
     ),
     # other recipes' keys: what to write instead, never a near-miss setting of another meaning
     ("trl_torch_dtype", RECIPE + "torch_dtype: bfloat16\n", "'torch_dtype' (TRL's older name: write dtype)"),
+    ("warmup_ratio", RECIPE + "warmup_ratio: 0.1\n", "'warmup_ratio' (transformers' older name: write warmup_steps"),
     ("trl_max_prompt_length", RECIPE + "max_prompt_length: 512\n", "max_prompt_tokens drops longer ones"),
     ("open_r1_hub_model_revision", RECIPE + "hub_model_revision: v1\n", "write hub_revision"),
     ("open_r1_wandb_entity", RECIPE + "wandb_entity: me\n", "WANDB_ENTITY"),

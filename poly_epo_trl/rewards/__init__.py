@@ -15,12 +15,29 @@ from .math import MathVerifier, math_reward
 from .sandbox import ISOLATION_MODES, Sandbox, SandboxLimits, SandboxResult, SandboxUnavailable
 from .settings import CodeRewardSettings
 
+# open-r1's reward names (its REWARD_FUNCS_REGISTRY) and the function each is in open_r1.rewards: a recipe ported from
+# open-r1 names them by path (its factories, get_*, take their settings under reward_kwargs)
+OPEN_R1_REWARDS = {
+    "accuracy": "accuracy_reward", "format": "format_reward", "tag_count": "tag_count_reward",
+    "reasoning_steps": "reasoning_steps_reward", "length": "len_reward", "cosine": "get_cosine_scaled_reward",
+    "repetition_penalty": "get_repetition_penalty_reward", "code_format": "get_code_format_reward",
+    "soft_overlong_punishment": "get_soft_overlong_punishment", "binary_code": "binary_code_reward",
+    "ioi_code": "ioi_code_reward", "cf_code": "cf_code_reward",
+}  # fmt: skip
+
 
 def resolve_reward(name: str, settings: Any = None) -> Callable:
     """A registered reward's name (``"math"``, ``"code"``, a task's reward, TRL's ``"accuracy_reward"`` ...), or
     ``"package.module:function"`` (or TRL's dotted ``"package.module.function"``). A reward registered
     ``FromSettings`` is built from ``settings`` (the recipe's arguments: the code reward's sandbox); SandboxUnavailable
     when the sandbox cannot run here."""
+    if name in OPEN_R1_REWARDS and name not in REWARDS:
+        function = OPEN_R1_REWARDS[name]
+        factory = " (a factory: its settings go under reward_kwargs)" if function.startswith("get_") else ""
+        raise ValueError(
+            f"Unknown reward {name!r}: open-r1's {name!r} is named here by path, open_r1.rewards:{function}{factory}, "
+            "with open-r1 installed."
+        )
     entry = REWARDS.get(name)
     return entry.build(settings) if isinstance(entry, FromSettings) else entry
 
