@@ -15,9 +15,9 @@ import time
 from pathlib import Path
 
 import pytest
-from llama_server import smollm2_gguf
 
 from poly_epo_trl.judges import JudgeSpec, LMOptions, ServerOptions
+from poly_epo_trl.models.smollm2 import smollm2_gguf
 
 HELPER = Path(__file__).parent / "helpers" / "llama_server.py"
 PROBLEM = "What is 12 * 3?"

