@@ -4,17 +4,60 @@ errors (``RecipeError``) for bad YAML, unknown keys and bad values. A YAML recip
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 import difflib
 import json
+import os
 import sys
+import tempfile
 import types
 import typing
+from collections.abc import Iterator
 from typing import Any, Literal, Union
 
 
 class RecipeError(ValueError):
     """A recipe that cannot run; the message says what to change."""
+
+
+_FOUND: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("recipe_refusals", default=None)
+
+
+@contextlib.contextmanager
+def one_pass() -> Iterator[list[str]]:
+    """A recipe checked in one pass: inside, a refusal made with ``refuse`` is recorded and the door looks on past
+    it (unknown keys dropped, an unknown reward stood in for, a missing answer column read as none), so a recipe
+    ported from elsewhere meets every refusal at once; the first ``RecipeError`` raised ends the look. On leaving,
+    one ``RecipeError`` holds them all, numbered, in the order met. Outside it, ``refuse`` raises at once."""
+    found: list[str] = []
+    token = _FOUND.set(found)
+    try:
+        yield found
+    except RecipeError as error:
+        found.append(str(error))
+    finally:
+        _FOUND.reset(token)
+    if len(found) == 1:
+        raise RecipeError(found[0])
+    if found:
+        listed = "\n".join(f"  {i}. {message}" for i, message in enumerate(found, 1))
+        raise RecipeError(f"the recipe needs {len(found)} changes (all found in one pass):\n{listed}")
+
+
+def refuse(message: str) -> None:
+    """RecipeError(``message``), or, inside ``one_pass``, the refusal recorded (once) for the caller to look past."""
+    found = _FOUND.get()
+    if found is None:
+        raise RecipeError(message)
+    if message not in found:
+        found.append(message)
+
+
+def looking_past() -> bool:
+    """Whether a refusal is recorded and looked past (inside ``one_pass``) rather than raised."""
+    return _FOUND.get() is not None
 
 
 OPEN_R1_PROMPT = (
@@ -74,7 +117,15 @@ def parse_recipe(
         parser.set_defaults_with_config(**defaults)
     try:
         check_duplicate_keys(argv)
-        parsed = parser.parse_args_and_config(argv)
+        try:
+            parsed = parser.parse_args_and_config(argv)
+        except ValueError as error:
+            keys = _unknown_keys(str(error))
+            if not keys or not looking_past():
+                raise
+            refuse(_explain_unknown(str(error), classes, elsewhere or {}))
+            with _without_keys(argv, keys) as rest:  # the rest of the recipe, checked on as if those keys were gone
+                parsed = parser.parse_args_and_config(rest)
         for obj in parsed:  # ours check their fields in __post_init__, before any conversion; others (TRL's) here
             if not type(obj).__module__.startswith(__package__):
                 check_field_types(obj, one_word_lists=True)
@@ -190,13 +241,55 @@ def _argument_error(message: str) -> None:
     raise RecipeError(f"{field_name}: {message.split(': ', 1)[-1]}.")
 
 
+def _unknown_keys(message: str) -> list[str]:
+    """The keys (``--name``) of TrlParser's unknown-key error; none for any other error."""
+    if "Unknown arguments" not in message and "not used by" not in message:
+        return []
+    return [word.strip("'[],") for word in message.split() if word.strip("'[],").startswith("--")]
+
+
+@contextlib.contextmanager
+def _without_keys(argv: list[str] | None, keys: list[str]) -> Iterator[list[str]]:
+    """``argv`` with ``keys`` (``--name``) gone from its command line and its ``--config`` YAML (a copy, in a
+    temporary file removed on leaving)."""
+    import yaml
+
+    names = {key[2:] for key in keys}
+    args = list(sys.argv[1:] if argv is None else argv)
+    rest: list[str] = []
+    skip = False
+    for arg in args:
+        name = arg[2:].split("=", 1)[0].replace("-", "_") if arg.startswith("--") else None
+        if skip and name is None:
+            skip = False
+            continue
+        skip = name in names and "=" not in arg
+        if name not in names:
+            rest.append(arg)
+    path = None
+    if "--config" in rest[:-1]:
+        at = rest.index("--config") + 1
+        with open(rest[at]) as file:
+            recipe = yaml.safe_load(file)
+        if isinstance(recipe, dict):
+            handle, path = tempfile.mkstemp(suffix=".yaml")
+            with os.fdopen(handle, "w") as file:
+                yaml.safe_dump({k: v for k, v in recipe.items() if k not in names}, file)
+            rest[at] = path
+    try:
+        yield rest
+    finally:
+        if path:
+            os.unlink(path)
+
+
 def _explain_unknown(message: str, classes: tuple[type, ...], elsewhere: dict[str, str]) -> str:
     """TrlParser's unknown-key error as the keys, each with where it belongs (``elsewhere``) or the closest known
     field."""
-    if "Unknown arguments" not in message and "not used by" not in message:
+    keys = _unknown_keys(message)
+    if not keys:
         return message
     known = {f.name for cls in classes for f in dataclasses.fields(cls)}
-    keys = [word.strip("'[],") for word in message.split() if word.strip("'[],").startswith("--")]
     hints = []
     for key in keys:
         if key[2:] in elsewhere:

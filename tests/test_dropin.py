@@ -14,6 +14,7 @@ import pytest
 import torch
 import trl
 from agents import save_tool_model
+from bubblewrap import needs_bwrap
 from tiny import SMALL, save_tiny_model, toy_dataset
 from transformers import AutoTokenizer, Qwen3Config, Qwen3ForSequenceClassification
 from trl import GRPOConfig
@@ -32,6 +33,7 @@ SWAPPED_IMPORT = (
     "from poly_epo_trl import PolyEPOTrainer as GRPOTrainer"
 )
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled"}
+GRPO_SMALL = {key: value for key, value in SMALL.items() if key != "set_size"}  # a plain GRPOConfig's share
 QUESTIONS = {"a": [(1, 2), (3, 4), (5, 6), (2, 2)], "b": [(7, 1), (9, 9), (4, 4), (6, 2)]}
 
 
@@ -212,9 +214,10 @@ def run_cli(argv, capsys) -> str:
         main(argv)
     assert stop.value.code == 2
     err = capsys.readouterr().err
-    errors = [line for line in err.replace("\r", "\n").splitlines() if line.startswith("error:")]
-    assert "Traceback" not in err and len(errors) == 1  # one line (a progress bar of datasets' aside)
-    return errors[0]
+    lines = err.replace("\r", "\n").splitlines()
+    errors = [i for i, line in enumerate(lines) if line.startswith("error:")]
+    assert "Traceback" not in err and len(errors) == 1  # one refusal (a progress bar of datasets' aside)
+    return "\n".join(lines[errors[0] :])  # with the numbered changes under it, for several found in one pass
 
 
 def test_what_cannot_be_honoured_stops_at_the_door_with_one_line(chat_model, tmp_path, capsys):
@@ -390,3 +393,175 @@ def test_push_to_hub_without_a_token_stops_at_the_door(tmp_path, capsys, monkeyp
     argv = ["--config", "recipes/tiny/poly_epo/config_cpu.yaml", "--dry_run", "true", "--push_to_hub", "true"]
     monkeypatch.chdir(ROOT)
     assert "no Hub token: run `hf auth login`" in run_cli([*argv, "--output_dir", str(tmp_path / "o")], capsys)
+
+
+# ----------------------------------------------------------------------------------------- an open-r1 recipe, one pass
+
+# The keys of open-r1's math demo recipe that are not ours, in a recipe of its shape (trainer and judge added; model,
+# data and CPU settings as this machine needs them)
+OPEN_R1_KEYS = {
+    "torch_dtype": "float32",
+    "dataset_prompt_column": "problem",
+    "system_prompt": "Think first, then answer inside <answer></answer>.",
+    "max_prompt_length": 512,
+    "warmup_ratio": 0.1,
+    "reward_funcs": ["accuracy", "format", "tag_count"],
+    "reward_weights": [1.0, 1.0, 1.0],
+}
+# Each refusal of the first pass, by what it names to write
+OPEN_R1_FIXES = {
+    "torch_dtype": "write dtype",
+    "dataset_prompt_column": "write prompt_column: <the column>, instruction: ''",
+    "max_prompt_length": "max_prompt_tokens drops longer ones",
+    "warmup_ratio": "write warmup_steps",
+    "accuracy": "open_r1.rewards:accuracy_reward",
+    "format": "open_r1.rewards:format_reward",
+    "tag_count": "open_r1.rewards:tag_count_reward",
+    "answer_column": "Set answer_column to one of them, or null",
+    "solution": "keep_columns: [solution]",
+}
+# Functions of open-r1's reward signatures, in a module named as open-r1's, for the second pass's reward paths
+OPEN_R1_SIGNATURES = """
+def accuracy_reward(completions, solution, **kwargs):
+    return [0.0] * len(completions)
+
+def format_reward(completions, **kwargs):
+    return [0.0] * len(completions)
+
+def tag_count_reward(completions, **kwargs):
+    return [0.0] * len(completions)
+"""
+
+
+def open_r1_recipe(chat_model: Path, tmp_path: Path) -> dict:
+    rows = tmp_path / "math.jsonl"
+    rows.write_text(
+        "".join(json.dumps({"problem": f"{x}+{y}?", "solution": f"${x + y}$"}) + "\n" for x, y in QUESTIONS["a"])
+    )
+    recipe = trl_recipe(chat_model, tmp_path / "out", trainer="poly_epo", judge="answer", dataset_name=str(rows))
+    return {**recipe, **OPEN_R1_KEYS, "num_generations": 4, "per_device_train_batch_size": 4}
+
+
+def test_an_open_r1_recipe_meets_every_refusal_in_one_pass_and_then_runs_open_r1s_prompt(
+    chat_model, tmp_path, capsys, monkeypatch
+):
+    recipe = open_r1_recipe(chat_model, tmp_path)
+    err = run_cli(["--config", str(write_yaml(tmp_path / "open_r1.yaml", recipe)), "--dry_run", "true"], capsys)
+    # the unknown keys in one change, then each reward, the answer column and the column a reward reads
+    assert err.startswith("error: the recipe needs 6 changes (all found in one pass):"), err
+    items = err.splitlines()[1:]
+    assert len(items) == 6, err
+    for name, fix in OPEN_R1_FIXES.items():
+        assert any(name in item and fix in item for item in items), (name, err)
+
+    # the second pass, with what the refusals named, is the last: open-r1's prompt, open-r1's rewards by path
+    (tmp_path / "lib" / "open_r1").mkdir(parents=True)
+    (tmp_path / "lib" / "open_r1" / "__init__.py").write_text("")
+    (tmp_path / "lib" / "open_r1" / "rewards.py").write_text(OPEN_R1_SIGNATURES)
+    monkeypatch.syspath_prepend(str(tmp_path / "lib"))
+    for key in ("torch_dtype", "dataset_prompt_column", "max_prompt_length", "warmup_ratio"):
+        del recipe[key]
+    recipe.update(
+        dtype="float32",
+        prompt_column="problem",
+        instruction="",
+        answer_column=None,
+        keep_columns=["solution"],
+        warmup_steps=0.1,
+        reward_funcs=[f"open_r1.rewards:{name}_reward" for name in ("accuracy", "format", "tag_count")],
+    )
+    parts = main(["--config", str(write_yaml(tmp_path / "fixed.yaml", recipe)), "--dry_run", "true"])
+    assert parts.train_dataset[0]["prompt"] == [
+        {"role": "system", "content": OPEN_R1_KEYS["system_prompt"]},
+        {"role": "user", "content": "1+2?"},
+    ]
+    assert parts.train_dataset[0]["solution"] == "$3$"
+
+
+def test_a_command_line_key_and_a_rewards_column_are_both_named_in_one_pass(chat_model, tmp_path, capsys):
+    rows = tmp_path / "math.jsonl"
+    rows.write_text(json.dumps({"problem": "1+1?", "answer": "2"}) + "\n")
+    recipe = trl_recipe(
+        chat_model, tmp_path / "out", dataset_name=str(rows), reward_funcs=["accuracy_reward"], judge="answer"
+    )
+    argv = ["--config", str(write_yaml(tmp_path / "r.yaml", recipe)), "--set_sise", "3", "--dry_run", "true"]
+    err = run_cli(argv, capsys)
+    assert "2 changes" in err and "'set_sise' (did you mean 'set_size'?)" in err, err
+    assert "reward 'accuracy_reward' reads the column 'solution', which the training rows lack" in err, err
+
+
+def test_conversational_prompts_for_a_tokenizer_without_a_chat_template_stop_at_the_door(tmp_path, capsys):
+    model = save_tiny_model(tmp_path / "model")  # a character tokenizer, no chat template
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(json.dumps({"problem": "1+1?", "answer": "2"}) + "\n")
+    recipe = trl_recipe(model, tmp_path / "out", dataset_name=str(rows), reward_funcs=["math"], judge="answer")
+    err = run_cli(["--config", str(write_yaml(tmp_path / "r.yaml", recipe)), "--dry_run", "true"], capsys)
+    assert "a tokenizer without a chat template: set chat_template" in err, err
+    recipe["chat_format"] = False
+    assert main(["--config", str(write_yaml(tmp_path / "r.yaml", recipe)), "--dry_run", "true"]) is not None
+
+
+@needs_bwrap
+def test_the_code_reward_over_open_r1s_code_table_names_open_r1s_code_reward(chat_model, tmp_path, capsys):
+    rows = tmp_path / "code.jsonl"
+    rows.write_text(json.dumps({"problem": "Write f.", "verification_info": {"test_cases": []}}) + "\n")
+    recipe = trl_recipe(chat_model, tmp_path / "out", dataset_name=str(rows), reward_funcs=["code"], judge="answer")
+    err = run_cli(["--config", str(write_yaml(tmp_path / "r.yaml", recipe)), "--dry_run", "true"], capsys)
+    assert "reward_funcs names 'code', which is this package's code reward" in err, err
+    assert "open_r1.rewards:code_reward" in err, err
+
+
+# ------------------------------------------------------------------------------------- the model's settings, the door
+
+
+@pytest.mark.parametrize(
+    ("keys", "said"),
+    [
+        (
+            {"model_init_kwargs": {"min_lr": 0.0}},
+            "model_init_kwargs gives ['min_lr'], which Qwen3ForCausalLM does not",
+        ),
+        ({"router_aux_loss_coef": 0.01}, "router_aux_loss_coef=0.01 weights a mixture-of-experts model's"),
+    ],
+)
+def test_a_models_own_settings_it_cannot_take_stop_at_the_door_in_a_recipe_and_at_the_trainer(
+    keys, said, chat_model, tmp_path, capsys
+):
+    data = conversational_math(tmp_path / "data", QUESTIONS["a"])
+    recipe = trl_recipe(chat_model, tmp_path / "out", dataset_name=str(data), judge="answer", **keys)
+    assert said in run_cli(["--config", str(write_yaml(tmp_path / "r.yaml", recipe)), "--dry_run", "true"], capsys)
+    args = GRPOConfig(output_dir=str(tmp_path / "py"), **{**GRPO_SMALL, "num_generations": 4}, **keys)
+    rows = [json.loads(line) for line in (data / "train.jsonl").read_text().splitlines()]
+    from datasets import Dataset
+
+    with pytest.raises(ValueError, match=re.escape(said)):
+        PolyEPOTrainer(
+            model=str(chat_model), reward_funcs=sum_pair_reward, args=args, train_dataset=Dataset.from_list(rows)
+        )
+
+
+def test_the_settings_a_model_takes_pass_the_door(chat_model, tmp_path):
+    data = conversational_math(tmp_path / "data", QUESTIONS["a"])
+    recipe = trl_recipe(
+        chat_model, tmp_path / "out", dataset_name=str(data), judge="answer",
+        model_init_kwargs={"use_cache": False, "attn_implementation": "eager"}, router_aux_loss_coef=0.0,
+    )  # fmt: skip
+    assert main(["--config", str(write_yaml(tmp_path / "r.yaml", recipe)), "--dry_run", "true"]) is not None
+
+
+def test_a_reward_that_reads_conversations_over_text_prompts_stops_at_the_door(chat_model, tmp_path, capsys):
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(json.dumps({"prompt": "What is 1+1?", "solution": "$2$"}) + "\n")
+    recipe = trl_recipe(chat_model, tmp_path / "out", dataset_name=str(rows), judge="answer")
+    err = run_cli(["--config", str(write_yaml(tmp_path / "r.yaml", recipe)), "--dry_run", "true"], capsys)
+    for reward in ("accuracy_reward", "think_format_reward"):
+        assert f"reward {reward!r} reads each completion as a conversation" in err, err
+    from datasets import Dataset
+    from trl.rewards import accuracy_reward
+
+    args = GRPOConfig(output_dir=str(tmp_path / "py"), **{**GRPO_SMALL, "num_generations": 4})
+    with pytest.raises(ValueError, match="Reward 'accuracy_reward' reads each completion as a conversation"):
+        PolyEPOTrainer(
+            model=str(chat_model), reward_funcs=accuracy_reward, args=args,
+            train_dataset=Dataset.from_list([{"prompt": "1+1?", "solution": "2"}]),
+        )  # fmt: skip

@@ -11,8 +11,8 @@ from typing import Any, NoReturn, TypeVar
 
 from ..judges import JudgeError
 from ..models import resolve_model
-from ..recipe import RecipeError
-from ..rewards import SandboxUnavailable, resolve_reward, with_arguments
+from ..recipe import RecipeError, refuse
+from ..rewards import SandboxUnavailable, resolve_reward, stand_in, with_arguments
 from ..trainer.preemption import Preempted
 from ..trainer.resume import CheckpointFailed
 
@@ -87,13 +87,16 @@ def resolve_rewards(args: Any, weights: list[float] | None) -> list[Any]:
         )
 
     def reward(name: str) -> Any:
-        found = resolve_reward(name, args)
-        return with_arguments(name, found, arguments[name]) if name in arguments else found
+        try:
+            found = resolve_reward(name, args)
+            return with_arguments(name, found, arguments[name]) if name in arguments else found
+        except SandboxUnavailable as error:
+            raise RecipeError(str(error)) from None
+        except ValueError as error:  # an unknown name: looked past (one_pass) with a stand-in reading its columns
+            refuse(str(error))
+            return stand_in(name)
 
-    try:
-        rewards = [*([model] if model else []), *(reward(name) for name in args.reward_funcs)]
-    except (ValueError, SandboxUnavailable) as error:
-        raise RecipeError(str(error)) from None
+    rewards = [*([model] if model else []), *(reward(name) for name in args.reward_funcs)]
     if weights is not None and len(weights) != len(rewards):
         raise RecipeError(f"reward_weights has {len(weights)} entries for {len(rewards)} rewards.")
     return rewards

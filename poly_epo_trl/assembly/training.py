@@ -34,10 +34,10 @@ from ..evaluation.scoring import VOTE_MODES, Scorer
 from ..judges import JudgePipeline
 from ..judges.prompts import describe_tools
 from ..methods import get_method
-from ..models import check_model_path
-from ..recipe import RecipeError
-from ..rewards import CodeRewardSettings
-from ..rewards.checks import missing_columns
+from ..models import check_model_path, check_model_settings
+from ..recipe import RecipeError, refuse
+from ..rewards import OPEN_R1_CODE, CodeRewardSettings
+from ..rewards.checks import missing_columns, text_prompt_refusals
 from ..tasks import load_rows
 from ..trainer import PolyEPOConfig
 from ..trainer.engines import precision_mismatch
@@ -205,6 +205,22 @@ def check_held_out_agent_rows(table: Any, keep: list[str], agent: dict[str, Any]
             raise RecipeError(f"eval_dataset_name={name!r}: {error}") from None
 
 
+def is_local_model(name: str | None) -> bool:
+    """Whether the policy's tokenizer can be read at the door without the network: a built-in model or a folder."""
+    return bool(name) and (name.startswith(BUILTIN_PREFIX) or Path(name).expanduser().is_dir())
+
+
+def check_chat_template(tokenizer: Any, model: str | None) -> None:
+    """RecipeError when the prompts are conversations and the tokenizer has no chat template: TRL would stop at the
+    first step, inside ``apply_chat_template``."""
+    if not getattr(tokenizer, "chat_template", None):
+        refuse(
+            f"The prompts are conversations, and model_name_or_path={model!r} has a tokenizer without a chat "
+            "template: set chat_template (a Jinja template, or a file holding one), or make the prompts text "
+            "(chat_format: false, with no system_prompt)."
+        )
+
+
 def check_quantization(model_args: ModelConfig) -> None:
     """RecipeError for a quantized load without bitsandbytes (ModelConfig refuses 4- and 8-bit together)."""
     wanted = "load_in_4bit" if model_args.load_in_4bit else "load_in_8bit" if model_args.load_in_8bit else None
@@ -219,6 +235,12 @@ def assemble_training(
     check_model_path(model_args.model_name_or_path, hub_cache=not script_args.dry_run)
     check_output_dir(training_args.output_dir, create=not script_args.dry_run)
     check_quantization(model_args)
+    check_model_settings(
+        model_args.model_name_or_path,
+        model_args.model_revision,
+        training_args.model_init_kwargs or {},
+        training_args.router_aux_loss_coef,
+    )
     check_hub(training_args)
     mismatch = precision_mismatch(training_args)
     if mismatch:
@@ -266,6 +288,16 @@ def assemble_training(
             "(dataset_train_split)."
         )
     check_reward_columns(rewards, dataset, script_args, table.column_names)
+    for refusal in text_prompt_refusals(rewards, dataset[0]["prompt"]):
+        refuse(refusal)
+    if isinstance(dataset[0]["prompt"], list) and is_local_model(model_args.model_name_or_path):
+        tokenizer = tokenizer or load_tokenizer(
+            model_args.model_name_or_path,
+            model_args.model_revision,
+            "conversational prompts",
+            script_args.chat_template,
+        )
+        check_chat_template(tokenizer, model_args.model_name_or_path)
     judge = None
     method = get_method(script_args.trainer)
     if method.needs_judge and training_args.judge is None:
@@ -308,21 +340,27 @@ def assemble_training(
 def check_reward_columns(
     rewards: list[Any], dataset: Any, script_args: ScriptArguments, table_columns: list[str] | None = None
 ) -> None:
-    """RecipeError for a reward that reads a column the training rows lack, or that one dataset of a mixture lacks
+    """RecipeError for each reward that reads a column the training rows lack, or that one dataset of a mixture lacks
     (its rows would reach the reward as None and earn nothing, silently). A column the table has (``table_columns``)
-    but the prompts left out is named with the key that keeps it."""
-    missing = missing_columns(rewards, dataset.column_names)
-    if missing:
-        reward, column = missing[0]
+    but the prompts left out is named with the key that keeps it; a table of open-r1's code problems
+    (``verification_info``) under the name ``code`` is told that the name is this package's code reward."""
+    for reward, column in missing_columns(rewards, dataset.column_names):
         if column in (table_columns or []):
-            raise RecipeError(
+            refuse(
                 f"reward {reward!r} reads the column {column!r}, which the table has but the training rows leave out "
                 f"(they keep {dataset.column_names}): add it to keep_columns (keep_columns: [{column}]), or use "
                 "TRL's 'prompt' column (prompt_column: prompt), whose rows keep every column."
             )
-        raise RecipeError(
-            f"reward {reward!r} reads the column {column!r}, which the training rows lack (their columns: "
-            f"{dataset.column_names}): point the data at a table that has it, or drop the reward."
+        else:
+            refuse(
+                f"reward {reward!r} reads the column {column!r}, which the training rows lack (their columns: "
+                f"{dataset.column_names}): point the data at a table that has it, or drop the reward."
+            )
+    if "code" in script_args.reward_funcs and "verification_info" in (table_columns or []):
+        refuse(
+            "reward_funcs names 'code', which is this package's code reward (unit tests from tests_column), and the "
+            "table holds open-r1's verification_info: for open-r1's code reward write its path, "
+            f"{OPEN_R1_CODE}, with open-r1 installed."
         )
     if not script_args.datasets:
         return

@@ -40,7 +40,7 @@ from poly_epo_trl.data import save_training_problems
 from poly_epo_trl.evaluation.curves import FIGURE, plot_runs
 from poly_epo_trl.methods import Method, get_method, resolve_settings
 from poly_epo_trl.models import resolve_model
-from poly_epo_trl.recipe import RecipeError, parse_recipe, recipe_value
+from poly_epo_trl.recipe import RecipeError, one_pass, parse_recipe, recipe_value
 from poly_epo_trl.tasks import task_defaults
 from poly_epo_trl.trainer import PolyEPOConfig, PolyEPOTrainer
 from poly_epo_trl.trainer.config import settings_owned_elsewhere
@@ -134,9 +134,13 @@ def main(argv: list[str] | None = None) -> Any:
 
 
 def prepare(argv: list[str] | None) -> tuple[ScriptArguments, PolyEPOConfig, ModelConfig, TrainingParts]:
-    """The recipe's configs and everything assembled from them, checked before any model loads."""
-    script_args, training_args, model_args = parse(argv)
-    return script_args, training_args, model_args, assemble_training(script_args, training_args, model_args)
+    """The recipe's configs and everything assembled from them, checked before any model loads, in one pass
+    (``recipe.one_pass``): a recipe from elsewhere meets its unknown keys, unknown rewards and missing columns at
+    once."""
+    with one_pass():
+        script_args, training_args, model_args = parse(argv)
+        parts = assemble_training(script_args, training_args, model_args)
+    return script_args, training_args, model_args, parts
 
 
 def train(prepared: tuple[ScriptArguments, PolyEPOConfig, ModelConfig, TrainingParts]) -> Any:

@@ -10,7 +10,7 @@ from typing import Any
 
 from datasets import Dataset
 
-from ..recipe import RecipeError
+from ..recipe import RecipeError, refuse
 from .loading import MATH_INSTRUCTION, DatasetArguments
 from .rows import checked_prompts
 
@@ -101,13 +101,17 @@ def format_dataset(
         column = getattr(args, option)
         if column and not (fmt.as_is and column == "answer" and column not in dataset.column_names):
             wanted[option] = (column, target)  # TRL's format keeps every column: a missing 'answer' is no error
-    for option, (column, _) in wanted.items():
+    for option, (column, _) in list(wanted.items()):
         if column not in dataset.column_names:
-            raise RecipeError(
+            message = (
                 f"The dataset has no column {column!r} ({option}); its columns are {dataset.column_names}. "
                 f"Set {option} to one of them"
                 + (", or null if no reward reads it." if option != "prompt_column" else ".")
             )
+            if option == "prompt_column":
+                raise RecipeError(message)
+            refuse(message)  # looked past (one_pass) as if set to null
+            del wanted[option]
     if len(dataset) and fmt.chat is False and is_conversation(dataset[0][fmt.column]):
         raise RecipeError(
             f"chat_format: false, but the prompts in column {fmt.column!r} are conversations: drop chat_format (or "

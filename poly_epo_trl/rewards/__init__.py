@@ -15,15 +15,19 @@ from .math import MathVerifier, math_reward
 from .sandbox import ISOLATION_MODES, Sandbox, SandboxLimits, SandboxResult, SandboxUnavailable
 from .settings import CodeRewardSettings
 
-# open-r1's reward names (its REWARD_FUNCS_REGISTRY) and the function each is in open_r1.rewards: a recipe ported from
-# open-r1 names them by path (its factories, get_*, take their settings under reward_kwargs)
+# open-r1's reward names (its REWARD_FUNCS_REGISTRY), the function each is in open_r1.rewards and the dataset columns
+# its signature reads (as ``checks.reward_columns`` finds them): a recipe ported from open-r1 names them by path (its
+# factories, get_*, take their settings under reward_kwargs). Its 'code' is not here: 'code' names this package's code
+# reward (open-r1's reads verification_info)
 OPEN_R1_REWARDS = {
-    "accuracy": "accuracy_reward", "format": "format_reward", "tag_count": "tag_count_reward",
-    "reasoning_steps": "reasoning_steps_reward", "length": "len_reward", "cosine": "get_cosine_scaled_reward",
-    "repetition_penalty": "get_repetition_penalty_reward", "code_format": "get_code_format_reward",
-    "soft_overlong_punishment": "get_soft_overlong_punishment", "binary_code": "binary_code_reward",
-    "ioi_code": "ioi_code_reward", "cf_code": "cf_code_reward",
+    "accuracy": ("accuracy_reward", ("solution",)), "format": ("format_reward", ()),
+    "tag_count": ("tag_count_reward", ()), "reasoning_steps": ("reasoning_steps_reward", ()),
+    "length": ("len_reward", ("solution",)), "cosine": ("get_cosine_scaled_reward", ("solution",)),
+    "repetition_penalty": ("get_repetition_penalty_reward", ()), "code_format": ("get_code_format_reward", ()),
+    "soft_overlong_punishment": ("get_soft_overlong_punishment", ()),
+    "binary_code": ("binary_code_reward", ()), "ioi_code": ("ioi_code_reward", ()), "cf_code": ("cf_code_reward", ()),
 }  # fmt: skip
+OPEN_R1_CODE = "open_r1.rewards:code_reward"
 
 
 def resolve_reward(name: str, settings: Any = None) -> Callable:
@@ -32,14 +36,36 @@ def resolve_reward(name: str, settings: Any = None) -> Callable:
     ``FromSettings`` is built from ``settings`` (the recipe's arguments: the code reward's sandbox); SandboxUnavailable
     when the sandbox cannot run here."""
     if name in OPEN_R1_REWARDS and name not in REWARDS:
-        function = OPEN_R1_REWARDS[name]
+        function, columns = OPEN_R1_REWARDS[name]
         factory = " (a factory: its settings go under reward_kwargs)" if function.startswith("get_") else ""
+        reads = f"; it reads the column{'s' * (len(columns) > 1)} {', '.join(columns)}" if columns else ""
         raise ValueError(
             f"Unknown reward {name!r}: open-r1's {name!r} is named here by path, open_r1.rewards:{function}{factory}, "
-            "with open-r1 installed."
+            f"with open-r1 installed{reads}."
         )
     entry = REWARDS.get(name)
     return entry.build(settings) if isinstance(entry, FromSettings) else entry
+
+
+def stand_in(name: str) -> Callable:
+    """A reward that stands in for the unknown ``name`` while the door looks past it: named ``name`` and reading the
+    columns open-r1's reward of that name reads (none for another name), so the column checks still see them; it
+    scores nothing and never trains."""
+
+    def reward(completions: list[Any], **kwargs: Any) -> list[None]:
+        return [None] * len(completions)
+
+    columns = OPEN_R1_REWARDS.get(name, ("", ()))[1]
+    keyword = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    reward.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [
+            inspect.Parameter("completions", keyword),
+            *(inspect.Parameter(c, keyword) for c in columns),
+            inspect.Parameter("kwargs", inspect.Parameter.VAR_KEYWORD),
+        ]
+    )
+    reward.__name__ = name
+    return reward
 
 
 def with_arguments(name: str, reward: Callable, arguments: dict[str, Any]) -> Callable:
@@ -73,6 +99,8 @@ def with_arguments(name: str, reward: Callable, arguments: dict[str, Any]) -> Ca
 
 __all__ = [
     "ISOLATION_MODES",
+    "OPEN_R1_CODE",
+    "OPEN_R1_REWARDS",
     "OUTCOMES",
     "REWARDS",
     "TRUST_MODES",
@@ -91,5 +119,6 @@ __all__ = [
     "math_reward",
     "plan_tests",
     "resolve_reward",
+    "stand_in",
     "with_arguments",
 ]

@@ -40,6 +40,35 @@ def reward_columns(reward: Any) -> list[str]:
     ]
 
 
+def reads_conversations(reward: Any) -> bool:
+    """Whether a reward reads each completion as a conversation (``completion[0]["content"]``), as its
+    ``completions`` annotation says (``list[list[dict[str, str]]]``: TRL's accuracy_reward, think_format_reward,
+    open-r1's accuracy_reward). With text prompts TRL hands it text, and it fails inside (``string indices must be
+    integers``)."""
+    try:
+        parameter = inspect.signature(reward).parameters.get("completions")
+    except (TypeError, ValueError):
+        return False
+    annotation = getattr(parameter, "annotation", inspect.Parameter.empty)
+    return annotation is not inspect.Parameter.empty and str(annotation).replace(" ", "").startswith(
+        ("list[list[dict", "List[List[Dict")
+    )
+
+
+def text_prompt_refusals(rewards: Iterable[Any], prompt: Any) -> list[str]:
+    """A refusal for each reward that reads conversations (``reads_conversations``) when the prompts are text
+    (``prompt``: the first row's), naming it and the two ways out."""
+    if not isinstance(prompt, str):
+        return []
+    return [
+        f"reward {reward_name(reward)!r} reads each completion as a conversation (completion[0]['content']), and the "
+        "prompts are text, so its completions would be text: make the prompts conversations (chat_format: true, or "
+        "a conversational prompt column), or use a reward that reads text (math)."
+        for reward in rewards
+        if reads_conversations(reward)
+    ]
+
+
 def missing_columns(rewards: Iterable[Any], columns: Iterable[str]) -> list[tuple[str, str]]:
     """(reward, column) for each column a reward reads that ``columns`` lacks."""
     have = set(columns)

@@ -12,7 +12,7 @@ from typing import Any
 from trl import GRPOConfig, GRPOTrainer
 
 from ..data.rows import checked_prompts
-from ..rewards.checks import missing_columns
+from ..rewards.checks import missing_columns, text_prompt_refusals
 
 OWN_KEYWORDS = ("judge", "method", "check_judge")  # PolyEPOTrainer's own, beside GRPOTrainer's and the settings
 
@@ -68,7 +68,10 @@ def check_reward_columns(rewards: Any, dataset: Any, what: str = "train_dataset"
     if not names:
         return
     funcs = rewards if isinstance(rewards, list | tuple) else [rewards]
-    missing = missing_columns([f for f in funcs if not isinstance(f, str)], names)
+    funcs = [f for f in funcs if not isinstance(f, str)]
+    for refusal in text_prompt_refusals(funcs, dataset[0]["prompt"] if "prompt" in names and len(dataset) else None):
+        raise ValueError(refusal[0].upper() + refusal[1:])
+    missing = missing_columns(funcs, names)
     if missing:
         reward, column = missing[0]
         raise ValueError(

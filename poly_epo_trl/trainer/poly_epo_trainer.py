@@ -34,6 +34,7 @@ from ..environments import agent_tools
 from ..judges import JudgePipeline
 from ..judges.prompts import describe_tools
 from ..methods import Method, MethodResult, Resolved, apply_method, get_method, resolve_settings, shown_settings
+from ..models import check_model_settings
 from ..rewards.checks import checked_reward
 from . import step as steps
 from .config import (
@@ -147,7 +148,12 @@ class PolyEPOTrainer(GRPOTrainer):
     def check_inputs(self, arguments: dict[str, Any]) -> None:
         """GRPOTrainer's ``arguments`` with the training rows checked in place (their prompts; ShareGPT rows
         converted) and the rewards' columns found in them, before anything loads (not where a ``rollout_func`` may
-        add the columns a reward reads: TRL passes its extra fields to the rewards)."""
+        add the columns a reward reads: TRL passes its extra fields to the rewards). A model named by path has its
+        ``model_init_kwargs`` and ``router_aux_loss_coef`` held to its config first (``check_model_settings``)."""
+        args = arguments.get("args")
+        if isinstance(arguments.get("model"), str) and args is not None:
+            init = args.model_init_kwargs if isinstance(args.model_init_kwargs, dict) else {}
+            check_model_settings(arguments["model"], None, init, args.router_aux_loss_coef)
         if arguments.get("train_dataset") is None:
             return
         arguments["train_dataset"] = checked_dataset(arguments["train_dataset"])
@@ -188,7 +194,7 @@ class PolyEPOTrainer(GRPOTrainer):
         if self.method_name is not None:
             method_source = f"{type(self).__name__}'s own"
         else:
-            method_source = "default" if method is None else "method="
+            method_source = "default" if method is None else "method=, a recipe's trainer:"
         chosen: dict[str, tuple[Any, str]] = {"method": (self.method.name, method_source)}
         if self.method.needs_judge:
             if judge is not None and not (isinstance(judge, JudgePipeline) and isinstance(self.settings.judge, str)):
