@@ -565,3 +565,23 @@ def test_a_reward_that_reads_conversations_over_text_prompts_stops_at_the_door(c
             model=str(chat_model), reward_funcs=accuracy_reward, args=args,
             train_dataset=Dataset.from_list([{"prompt": "1+1?", "solution": "2"}]),
         )  # fmt: skip
+
+
+def test_prompts_far_past_the_models_context_stop_at_the_door_and_max_prompt_tokens_drops_them_untokenized(
+    chat_model, tmp_path, capsys
+):
+    rows = tmp_path / "rows.jsonl"
+    huge = "x " * 200_000  # 400,000 characters: past 4096 tokens of at most 16 characters each, whatever they are
+    rows.write_text(
+        "".join(
+            json.dumps({"prompt": [{"role": "user", "content": text}], "solution": "2"}) + "\n"
+            for text in (huge, "1+1?")
+        )
+    )
+    recipe = trl_recipe(chat_model, tmp_path / "out", dataset_name=str(rows), judge="answer")
+    err = run_cli(["--config", str(write_yaml(tmp_path / "r.yaml", recipe)), "--dry_run", "true"], capsys)
+    assert "1 prompt is far longer than the model's context: row 0 (counting from 0) has 400000 characters" in err
+    assert "max_position_embeddings=4096" in err and "max_prompt_tokens" in err, err
+    recipe["max_prompt_tokens"] = 64
+    parts = main(["--config", str(write_yaml(tmp_path / "r.yaml", recipe)), "--dry_run", "true"])
+    assert [row["prompt"][0]["content"] for row in parts.train_dataset] == ["1+1?"]

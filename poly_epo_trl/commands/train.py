@@ -54,6 +54,7 @@ from poly_epo_trl.trainer.engines import (
 from poly_epo_trl.trainer.resume import finished_step, remove_checkpoints, run_identity
 
 logger = logging.getLogger(__name__)
+FIRST_PROMPT_CHARS = 2000  # the start-up log shows the first prompt up to this many characters
 
 
 def parse(argv: list[str] | None = None) -> tuple[ScriptArguments, PolyEPOConfig, ModelConfig]:
@@ -147,7 +148,9 @@ def train(prepared: tuple[ScriptArguments, PolyEPOConfig, ModelConfig, TrainingP
     """Train the prepared recipe and end the run as TRL's script ends it (``finish``); a dry run stops first."""
     script_args, training_args, model_args, parts = prepared
     dataset = parts.train_dataset
-    logger.info("%d training prompts; first: %r", len(dataset), dataset[0]["prompt"])
+    first = repr(dataset[0]["prompt"])
+    shown = first if len(first) <= FIRST_PROMPT_CHARS else f"{first[:FIRST_PROMPT_CHARS]}... ({len(first)} characters)"
+    logger.info("%d training prompts; first: %s", len(dataset), shown)
     for message in cpu_slowdowns(training_args, torch.cuda.is_available()):
         logger.warning("Training on CPU with %s", message)
     if script_args.dry_run:

@@ -29,7 +29,9 @@ from .prompts import (
     format_dataset,
     is_conversation,
     make_prompt,
+    prompt_chars,
     prompt_format,
+    widest_token,
 )
 
 __all__ = [
@@ -54,7 +56,9 @@ __all__ = [
     "make_prompt",
     "mixture_columns",
     "problem_fingerprints",
+    "prompt_chars",
     "prompt_format",
     "refuse_training_rows",
     "save_training_problems",
+    "widest_token",
 ]
