@@ -349,3 +349,16 @@ def test_a_numeric_answer_reaches_the_rewards_as_its_text(tmp_path):
     argv += ["--dataset_name", str(rows), "--answer_column", "solution", "--reward_funcs", "math", "--judge", "answer"]
     parts = main([*argv, "--output_dir", str(tmp_path / "out")])
     assert parts.train_dataset["answer"] == ["2", "0.5"]
+
+
+@pytest.mark.parametrize(("column", "prompt_column"), [("answer", "problem"), ("answer", "prompt")])
+def test_an_answer_column_of_whole_numbers_reaches_the_rewards_as_text(column, prompt_column, tmp_path):
+    """An all-number column already named ``answer`` is written anew as text: datasets would otherwise cast the text
+    back to the input column's numbers (in our format and in TRL's, which keeps every column)."""
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text("".join(json.dumps({prompt_column: f"{i}+{i}?", column: 2 * i}) + "\n" for i in range(3)))
+    argv = ["--config", str(ROOT / "recipes/tiny/poly_epo/config_cpu.yaml"), "--dry_run", "true"]
+    argv += ["--dataset_name", str(rows), "--prompt_column", prompt_column, "--answer_column", column]
+    argv += ["--reward_funcs", "math"]
+    parts = main([*argv, "--judge", "answer", "--output_dir", str(tmp_path / "out")])
+    assert parts.train_dataset["answer"] == ["0", "2", "4"]

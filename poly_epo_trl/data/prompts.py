@@ -82,6 +82,9 @@ def conversational(dataset: Dataset, args: DatasetArguments) -> bool:
     return bool(len(dataset)) and fmt.column in dataset.column_names and is_conversation(dataset[0][fmt.column])
 
 
+SOURCE = ":as-read"  # a column written anew is read under its name with this suffix (``format_dataset``)
+
+
 def format_dataset(
     dataset: Dataset, args: DatasetArguments, max_rows: int | None = None, keep: Sequence[str] = ()
 ) -> Dataset:
@@ -129,19 +132,27 @@ def format_dataset(
         )
 
     def to_prompt(row: dict[str, Any], index: int) -> dict[str, Any]:
-        value = row[fmt.column] if converted is None else converted[index]
+        value = row[wanted["prompt_column"][0]] if converted is None else converted[index]
         out: dict[str, Any] = {"prompt": make_prompt(value, fmt)}
         for option, (column, target) in wanted.items():
             if option == "prompt_column":
                 continue
-            out[target] = row_value(row[column], index, column, option, target, trl_format=fmt.as_is)
+            named = column.removesuffix(SOURCE)
+            out[target] = row_value(row[column], index, named, option, target, trl_format=fmt.as_is)
         return out
 
+    # a column written anew (answer, tests, setup_code) is read under another name, or datasets would cast the text
+    # back to the input column's type (an all-number answer column read back as numbers, removed or not)
+    written = {target for option, (_, target) in wanted.items() if option != "prompt_column"}
+    for name in sorted(written & set(dataset.column_names) - set(keep)):
+        dataset = dataset.rename_column(name, f"{name}{SOURCE}")
+        wanted = {o: (f"{c}{SOURCE}" if c == name else c, target) for o, (c, target) in wanted.items()}
+    sources = [c for c in dataset.column_names if c.endswith(SOURCE)]
     if fmt.as_is:
-        return dataset.map(to_prompt, with_indices=True)
+        return dataset.map(to_prompt, with_indices=True, remove_columns=sources)
     kept = {"prompt", "answer", "tests", "entry_point", "setup_code", *keep}
     read = {fmt.column, args.code_setup_column} - set(keep)
-    remove = [c for c in dataset.column_names if c not in kept or c in read]
+    remove = [c for c in dataset.column_names if c not in kept or c in read or c in sources]
     return dataset.map(to_prompt, with_indices=True, remove_columns=remove)
 
 
