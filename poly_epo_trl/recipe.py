@@ -238,7 +238,10 @@ def json_mapping(name: str, value: Any, what: str) -> dict[str, Any] | None:
 def _argument_error(message: str) -> None:
     """argparse's error, without its 200-line usage dump: ``--set_size/--set-size: invalid int value: 'four'``."""
     field_name = message.split("/", 1)[0].removeprefix("argument --").strip()
-    raise RecipeError(f"{field_name}: {message.split(': ', 1)[-1]}.")
+    said = message.split(": ", 1)[-1]
+    if said.startswith("expected"):  # argparse reads a value such as -6.5e16 as another option
+        said += f" (a value that starts with '-' goes after '=': --{field_name}=-6.5e16)"
+    raise RecipeError(f"{field_name}: {said}.")
 
 
 def _unknown_keys(message: str) -> list[str]:

@@ -58,6 +58,18 @@ RECIPES = [
     ("delta_overflow", RECIPE + "delta: 3.07e303\n", "delta=3.07e+303: it must be a finite number"),
     ("temperature_null", RECIPE + "temperature: null\n", "temperature=None: it must be float"),
     ("deepspeed_empty", RECIPE + 'deepspeed: ""\n', "deepspeed='' is empty: name a DeepSpeed JSON config"),
+    ("deepspeed_no_file", RECIPE + "deepspeed: x\n", "deepspeed='x': no such file, and not a config's JSON"),
+    (
+        "deepspeed_accelerate_yaml",
+        RECIPE + "deepspeed: recipes/accelerate_configs/zero2.yaml\n",
+        "not a DeepSpeed JSON config (Expecting value: line 1 column 1 (char 0)); an accelerate config (YAML) is "
+        "launched with poly-epo train --accelerate_config recipes/accelerate_configs/zero2.yaml",
+    ),
+    (
+        "max_completion_length_null",
+        replaced("max_completion_length: 6", "max_completion_length: null"),
+        "max_completion_length=None: TRL sizes generation and the dr_grpo loss by it",
+    ),
     ("chat_template_empty", RECIPE + 'chat_template: ""\n', "chat_template='' is empty: give a Jinja template"),
     ("eval_dataset_empty", RECIPE + 'eval_dataset_name: " "\n', "eval_dataset_name=' ' is empty"),
     ("rewards_empty", replaced("reward_funcs: [sum_pair]", "reward_funcs: []"), "reward_funcs is empty"),
@@ -362,3 +374,16 @@ def test_an_answer_column_of_whole_numbers_reaches_the_rewards_as_text(column, p
     argv += ["--reward_funcs", "math"]
     parts = main([*argv, "--judge", "answer", "--output_dir", str(tmp_path / "out")])
     assert parts.train_dataset["answer"] == ["0", "2", "4"]
+
+
+def test_a_negative_number_argparse_reads_as_an_option_is_told_how_to_write(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    argv = ["--config", str(ROOT / "recipes/tiny/poly_epo/config_cpu.yaml"), "--dry_run", "true"]
+    with pytest.raises(SystemExit):
+        main([*argv, "--output_dir", str(tmp_path / "out"), "--min_p", "-6.5e16"])
+    assert "min_p: expected one argument (a value that starts with '-' goes after '=': --min_p=-6.5e16)" in (
+        the_refusal(capsys.readouterr().err)
+    )
+    with pytest.raises(SystemExit):
+        main([*argv, "--output_dir", str(tmp_path / "out"), "--min_p=-6.5e16"])
+    assert "min_p=-6.5e+16: transformers' generation refuses it" in the_refusal(capsys.readouterr().err)

@@ -6,7 +6,9 @@ finite, counts at least 1, and, where a library has the check, that library aske
 
 from __future__ import annotations
 
+import base64
 import importlib.util
+import json
 import math
 import os
 import typing
@@ -89,6 +91,11 @@ def check_numbers(args: Any) -> None:
 
 def check_counts(args: Any) -> None:
     """The counts that a library divides by or loops over are at least their least (``COUNTS``)."""
+    if getattr(args, "max_completion_length", 1) is None:
+        raise ValueError(
+            "max_completion_length=None: TRL sizes generation and the dr_grpo loss by it, and fails on none at the "
+            "first step; give a number of tokens (TRL's default: 256)."
+        )
     for name, least in COUNTS.items():
         value = getattr(args, name, None)
         if value is not None and not isinstance(value, bool) and isinstance(value, int) and value < least:
@@ -187,6 +194,38 @@ def check_output_dir(output_dir: Any) -> None:
         )
 
 
+def deepspeed_config_problem(value: str) -> str | None:
+    """What keeps transformers from reading ``value`` as a DeepSpeed config (None: it reads it): a config is a JSON
+    file, or a config's JSON, plain or base64-encoded."""
+    if os.path.isfile(value):
+        try:
+            with open(value) as file:
+                json.load(file)
+        except (ValueError, OSError) as error:
+            return (
+                f"not a DeepSpeed JSON config ({error}); an accelerate config (YAML) is launched with "
+                f"poly-epo train --accelerate_config {value}"
+            )
+        return None
+    for text in (value, _base64_text(value)):
+        try:
+            if isinstance(json.loads(text or ""), dict):
+                return None
+        except ValueError:
+            continue
+    return (
+        "no such file, and not a config's JSON: name a DeepSpeed JSON config, or launch with poly-epo train "
+        "--accelerate_config recipes/accelerate_configs/zero2.yaml (DeepSpeed through accelerate)"
+    )
+
+
+def _base64_text(value: str) -> str | None:
+    try:
+        return base64.urlsafe_b64decode(value).decode()
+    except (ValueError, UnicodeDecodeError):
+        return None
+
+
 def check_extras(args: Any) -> None:
     """A setting that needs an optional extra says which to install; an empty ``deepspeed`` is refused (transformers
     would run without DeepSpeed, silently)."""
@@ -195,6 +234,9 @@ def check_extras(args: Any) -> None:
             f"deepspeed={args.deepspeed!r} is empty: name a DeepSpeed JSON config, or leave the key out and launch "
             "with accelerate launch --config_file recipes/accelerate_configs/zero2.yaml."
         )
+    value = getattr(args, "deepspeed", None)
+    if isinstance(value, str) and (problem := deepspeed_config_problem(value)):
+        raise ValueError(f"deepspeed={value!r}: {problem}.")
     if getattr(args, "deepspeed", None) and importlib.util.find_spec("deepspeed") is None:
         raise ValueError(
             f"deepspeed={args.deepspeed!r} needs DeepSpeed, which is not installed: pip install "
