@@ -585,3 +585,22 @@ def test_prompts_far_past_the_models_context_stop_at_the_door_and_max_prompt_tok
     recipe["max_prompt_tokens"] = 64
     parts = main(["--config", str(write_yaml(tmp_path / "r.yaml", recipe)), "--dry_run", "true"])
     assert [row["prompt"][0]["content"] for row in parts.train_dataset] == ["1+1?"]
+
+
+def test_a_column_a_reward_reads_that_some_rows_leave_empty_is_refused_with_the_row(chat_model, tmp_path, capsys):
+    rows = [{"prompt": [{"role": "user", "content": f"{i}+{i}?"}], "solution": f"${2 * i}$"} for i in range(4)]
+    del rows[2]["solution"]
+    data = tmp_path / "rows.jsonl"
+    data.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    recipe = trl_recipe(chat_model, tmp_path / "out", dataset_name=str(data), judge="answer")
+    err = run_cli(["--config", str(write_yaml(tmp_path / "r.yaml", recipe)), "--dry_run", "true"], capsys)
+    said = "reads the column 'solution', and row 2 leaves it empty (counting from 0) while others fill it"
+    assert f"reward 'accuracy_reward' {said}" in err, err
+    from datasets import Dataset
+    from trl.rewards import accuracy_reward
+
+    args = GRPOConfig(output_dir=str(tmp_path / "py"), **{**GRPO_SMALL, "num_generations": 4})
+    with pytest.raises(ValueError, match=re.escape(f"Reward 'accuracy_reward' {said}")):
+        PolyEPOTrainer(
+            model=str(chat_model), reward_funcs=accuracy_reward, args=args, train_dataset=Dataset.from_list(rows)
+        )

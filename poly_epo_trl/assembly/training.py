@@ -40,7 +40,7 @@ from ..models import check_model_path, check_model_settings
 from ..models.checks import model_config
 from ..recipe import RecipeError, refuse
 from ..rewards import OPEN_R1_CODE, CodeRewardSettings
-from ..rewards.checks import missing_columns, text_prompt_refusals
+from ..rewards.checks import empty_cell_refusal, empty_cells, missing_columns, text_prompt_refusals
 from ..tasks import load_rows
 from ..trainer import PolyEPOConfig
 from ..trainer.engines import precision_mismatch
@@ -317,6 +317,8 @@ def assemble_training(
     check_reward_columns(rewards, dataset, script_args, table.column_names)
     for refusal in text_prompt_refusals(rewards, dataset[0]["prompt"]):
         refuse(refusal)
+    for empty in empty_cells(rewards, dataset):
+        refuse(empty_cell_refusal(*empty))
     if not model_args.model_name_or_path.startswith(BUILTIN_PREFIX):
         check_prompt_sizes(
             dataset, model_args.model_name_or_path, model_args.model_revision, script_args.chat_template

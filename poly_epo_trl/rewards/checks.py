@@ -75,6 +75,34 @@ def missing_columns(rewards: Iterable[Any], columns: Iterable[str]) -> list[tupl
     return [(reward_name(r), c) for r in rewards for c in reward_columns(r) if c not in have]
 
 
+def empty_cells(rewards: Iterable[Any], dataset: Any) -> list[tuple[str, str, int, int]]:
+    """(reward, column, first empty row, empty rows) for each column a reward reads that some rows of ``dataset`` (a
+    ``datasets.Dataset``) leave empty while others fill: those rows would reach the reward as None, silently. Read
+    from the table's null counts, so a large table costs no scan unless a column has an empty cell."""
+    table = getattr(dataset, "data", None)
+    if table is None:
+        return []
+    found = []
+    for reward in rewards:
+        for column in reward_columns(reward):
+            if column not in dataset.column_names:
+                continue
+            nulls = table.column(column).null_count
+            if 0 < nulls < len(dataset):
+                first = next(i for i, value in enumerate(dataset[column]) if value is None)
+                found.append((reward_name(reward), column, first, nulls))
+    return found
+
+
+def empty_cell_refusal(reward: str, column: str, row: int, count: int) -> str:
+    rows = f"{count} rows leave it empty (the first: row {row}, " if count > 1 else f"row {row} leaves it empty ("
+    them = "them" if count > 1 else "it"
+    return (
+        f"reward {reward!r} reads the column {column!r}, and {rows}counting from 0) while others fill it: "
+        f"{'they' if count > 1 else 'it'} would reach the reward as None. Fill {them} or drop {them}."
+    )
+
+
 def check_output(name: str, output: Any, count: int | None) -> int:
     """ValueError naming the reward and what it returned, unless ``output`` holds a number or None for each of the
     ``count`` completions (any length when None) and is not NaN for every one of them; returns how many are NaN."""

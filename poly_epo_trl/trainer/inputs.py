@@ -12,7 +12,7 @@ from typing import Any
 from trl import GRPOConfig, GRPOTrainer
 
 from ..data.rows import checked_prompts
-from ..rewards.checks import missing_columns, text_prompt_refusals
+from ..rewards.checks import empty_cell_refusal, empty_cells, missing_columns, text_prompt_refusals
 
 OWN_KEYWORDS = ("judge", "method", "check_judge")  # PolyEPOTrainer's own, beside GRPOTrainer's and the settings
 
@@ -70,6 +70,9 @@ def check_reward_columns(rewards: Any, dataset: Any, what: str = "train_dataset"
     funcs = rewards if isinstance(rewards, list | tuple) else [rewards]
     funcs = [f for f in funcs if not isinstance(f, str)]
     for refusal in text_prompt_refusals(funcs, dataset[0]["prompt"] if "prompt" in names and len(dataset) else None):
+        raise ValueError(refusal[0].upper() + refusal[1:])
+    for empty in empty_cells(funcs, dataset):
+        refusal = empty_cell_refusal(*empty)
         raise ValueError(refusal[0].upper() + refusal[1:])
     missing = missing_columns(funcs, names)
     if missing:
