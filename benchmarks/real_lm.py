@@ -2,26 +2,22 @@
 from one warm start of SmolLM2-135M-Instruct on the names_by_letter task, over several seeds, against the start.
 
     python benchmarks/real_lm.py --seeds 0 1 2 --out DIR                   # GRPO and Poly-EPO, 2 CPU cores
-    python benchmarks/real_lm.py --gate 1.0 0.5 --seeds 100 --out DIR      # the start, hot and cold
     python benchmarks/real_lm.py --model Qwen/Qwen3-0.6B --seeds 0 1 2 --out DIR   # one GPU (vLLM where installed)
-    .venv-vllm/bin/python benchmarks/real_lm.py --speed --out DIR           # the generation backends, measured
 
 Each run is a recipe through ``poly-epo train`` (``builtin:names_by_letter``: prompts ``A <category> starting with
 <L>:``, ``pycountry`` deciding; 38 training prompts), evaluated on a held-out split (``--held-out``: ``prefix``, the 66
 two-letter prefixes of the trained letters, whose answers are the rarer answers of trained prompts; or ``test``, 19
-other letters) with ``eval_samples`` samples a prompt (the start: as many for each seed's sampling seed, pooled):
-pass@k for k up to n / 2 and the distinct correct answers per prompt (the task judge's clusters), each a mean over
-seeds and prompts with its 95% interval over both (``evaluation.intervals``), and paired comparisons (on prompts, and
-on seeds between methods). Runs go ``--workers`` at a time, each in a process of its own on one core. Writes
-``DIR/results.json`` (per-prompt records of every evaluation, the summaries, the comparisons, each method's seconds
-per step split into its parts, and ``targets``: ``grpo_below_start``, ``poly_epo_keeps_coverage``, ``distinct_ratio``
-and ``pass_at_1``, each ``{"met": ..., its deciding intervals}``), ``DIR/real_lm.png`` and ``DIR/real_lm.md`` (the
-docs page's results; ``--page docs/pages/real-lm.md`` puts them there). ``--gate T [T ...]`` evaluates the start at
-those temperatures instead (sharpening can cost coverage on a held-out split only if a colder start covers less).
-``--speed`` measures steps per minute with transformers' ``generate`` and with vLLM's engine colocated (where vLLM is
-installed), full fine-tuning and LoRA, and the held-out evaluation's throughput with each backend: ``DIR/speeds.json``,
-which a later run in the same DIR shows. Finished runs are kept in ``DIR/kept/``: run an interrupted comparison again
-with the same settings and it goes on from there. ``--methods all`` adds every other registered method.
+other letters) with ``eval_samples`` samples a prompt (the start: as many for each seed's sampling seed, pooled).
+The statistics are the library's (``evaluation.report``: pass@k for k up to n / 2 and the distinct correct answers
+per prompt, each a mean over seeds and prompts with its 95% interval over both, and paired differences); this file
+holds the runs and the science: the targets, their bounds, the figure and the page. Writes ``DIR/results.json``
+(every evaluation's per-prompt records, the summaries, the comparisons, the step split, and ``targets``:
+``grpo_below_start``, ``poly_epo_keeps_coverage``, ``distinct_ratio`` and ``pass_at_1``, each ``{"met": ..., its
+deciding intervals}``), ``DIR/real_lm.png`` and ``DIR/real_lm.md`` (``--page docs/pages/real-lm.md`` puts them
+there). Runs go ``--workers`` at a time, each in a process of its own on one core, and finished runs are kept in
+``DIR/kept/``: run an interrupted comparison again with the same settings and it goes on from there.
+``real_lm_gate.py`` evaluates the start at several temperatures first; ``real_lm_speed.py`` measures the generation
+backends (its ``DIR/speeds.json`` shows on this page).
 
 The design, settings and targets were fixed on tuning seed 100; the seeds reported are others.
 """
@@ -31,23 +27,16 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import json
-import logging
 import multiprocessing
 import os
 import platform
 import re
 import shutil
-import statistics
-import subprocess
 import sys
-import tempfile
 import time
-import warnings
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 TASK = "builtin:names_by_letter"
@@ -57,7 +46,6 @@ LABELS = {"grpo": "GRPO (Dr.GRPO)", "grpo_div": "GRPO+DIV", "poly_epo": "Poly-EP
 COLORS = {"GRPO (Dr.GRPO)": "tab:red", "GRPO+DIV": "tab:orange", "Poly-EPO": "tab:blue", "start (warm start)": "gray"}
 CURVE = ("step", "eval/pass@1", "eval/distinct_correct_clusters")
 PAGE_MARKERS = ("<!-- real-lm:start -->", "<!-- real-lm:end -->")
-STEP_PARTS = ("step_time", "time/rollout", "time/generation", "judge/wait_seconds", "time/advantage")
 LORA_MODULES = "all-linear"  # PEFT: every linear layer but the output head
 
 
@@ -91,18 +79,14 @@ def on_gpu() -> bool:
     return torch.cuda.is_available()
 
 
-def vllm_installed() -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec("vllm") is not None
-
-
 def generation_backend(s: Settings) -> str:
     """auto: vLLM colocated on a GPU where it is installed; transformers' generate on CPU (measured faster there,
     ``--speed``) and without vLLM."""
     if s.backend != "auto":
         return s.backend
-    return "vllm" if on_gpu() and vllm_installed() else "transformers"
+    from poly_epo_trl.evaluation.sampling import vllm_available
+
+    return "vllm" if on_gpu() and vllm_available() else "transformers"
 
 
 def hardware() -> str:
@@ -148,19 +132,6 @@ def recipe(method: str, seed: int, s: Settings, start: str, out: Path) -> list[s
     return argv
 
 
-def quiet() -> None:
-    """A worker's output: a line per held-out evaluation, no progress bars or library warnings."""
-    import datasets
-    import transformers
-
-    logging.basicConfig(level=logging.WARNING, format="  %(message)s", force=True)
-    logging.getLogger("poly_epo_trl.evaluation").setLevel(logging.INFO)
-    logging.getLogger("transformers").setLevel(logging.ERROR)
-    datasets.disable_progress_bars()
-    transformers.utils.logging.disable_progress_bar()
-    warnings.filterwarnings("ignore")
-
-
 def one_core(workers: int) -> None:
     import torch
 
@@ -170,9 +141,10 @@ def one_core(workers: int) -> None:
 
 def assembled(argv: list[str], s: Settings) -> tuple[tuple[Any, ...], Any]:
     """A worker's start: its share of the cores, its quiet output, and the run's recipe parsed and assembled."""
+    from poly_epo_trl.assembly import assemble_training, quiet_logging
+
     one_core(s.workers)
-    quiet()
-    from poly_epo_trl.assembly import assemble_training
+    quiet_logging()
     from poly_epo_trl.commands import train
 
     parsed = train.parse(argv)
@@ -182,9 +154,9 @@ def assembled(argv: list[str], s: Settings) -> tuple[tuple[Any, ...], Any]:
 def held_out_final(trainer: Any, parts: Any, parsed: tuple, s: Settings, seed: int) -> dict[str, Any]:
     """A model's held-out evaluation (``s.eval_samples`` per prompt, sampling seed ``seed``), each problem's record
     carrying its prompt."""
-    from poly_epo_trl.commands.demo.run import final_summary
+    from poly_epo_trl.assembly import held_out_summary
 
-    final = final_summary(trainer, parts, s.eval_samples, parsed, seed)
+    final = held_out_summary(trainer, parts, s.eval_samples, parsed, seed)
     for record, row in zip(final["problems"], parts.eval_rows, strict=True):
         record["prompt"] = row["prompt"]
     return final
@@ -197,6 +169,7 @@ def train_one(method: str, seed: int, s: Settings, start: str, out: Path) -> dic
     one, exactly), and its training record is kept (``DIR/kept/M-seedS.trained.json``) before the final evaluation,
     so a run killed there is evaluated again, not trained again."""
     from poly_epo_trl.commands import train
+    from poly_epo_trl.evaluation.curves import STEP_PARTS
 
     argv = recipe(method, seed, s, start, out)
     folder = out / "runs" / f"{method}-seed{seed}"
@@ -251,29 +224,6 @@ def evaluate_start(s: Settings, start: str, out: Path, seed: int) -> dict[str, A
     return evaluate_model("grpo", start, s, out / "start", seed)
 
 
-def gate(s: Settings, out: Path, temperatures: list[float]) -> dict[str, Any]:
-    """The cheap gate before any training: the start on the held-out prompts at each temperature (the first seed's
-    sampling seed). Sharpening can cost coverage there only if a colder start covers less at large k."""
-    out.mkdir(parents=True, exist_ok=True)
-    start = warm_start(s, out)
-    context = multiprocessing.get_context("spawn")
-    settings = [Settings(**{**asdict(s), "temperature": t}) for t in temperatures]
-    with concurrent.futures.ProcessPoolExecutor(s.workers, mp_context=context, initializer=die_with_parent) as pool:
-        n = len(settings)
-        finals = list(pool.map(evaluate_start, settings, [start] * n, [out] * n, [s.seeds[0]] * n))
-    result = {"settings": asdict(s), "start_model": start, "hardware": hardware(), "temperatures": {}}
-    for t, one, summary in zip(temperatures, settings, finals, strict=True):
-        if t == s.temperature:  # the comparison's own start evaluation: kept for it
-            keep(out / "kept" / f"start-seed{s.seeds[0]}.json", run_key(one, start, s.seeds[0]), summary)
-        result["temperatures"][str(t)] = summary
-        ks, means = summary["ks"], summary["pass_at_k"]["mean"]
-        row = "  ".join(f"pass@{k} {m:.3f}" for k, m in zip(ks, means, strict=True))
-        distinct = summary["distinct_correct_clusters"]["mean"]
-        print(f"start at T = {t}: {row}  distinct correct {distinct:.2f}", flush=True)
-    (out / "gate.json").write_text(json.dumps(result, indent=2))
-    return result
-
-
 def kept(path: Path, key: dict[str, Any]) -> Any:
     """A finished piece's result, kept from an earlier invocation with the same settings and start; else None."""
     if not path.is_file():
@@ -283,10 +233,11 @@ def kept(path: Path, key: dict[str, Any]) -> Any:
 
 
 def keep(path: Path, key: dict[str, Any], result: Any) -> None:
+    """``result`` kept under ``key`` (``kept`` reads it back), whole or not at all."""
+    from poly_epo_trl.files import atomic_write_text
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"key": key, "result": result}))
-    tmp.replace(path)
+    atomic_write_text(path, json.dumps({"key": key, "result": result}))
 
 
 def run_key(s: Settings, start: str, seed: int | None = None) -> dict[str, Any]:
@@ -373,100 +324,24 @@ def run_all(s: Settings, start: str, out: Path, clock: Clock) -> tuple[dict[str,
 MARGIN = 0.05  # (b) and (d): how far below a reference still counts as keeping it
 
 
-def per_problem(final: dict[str, Any], stat: str, k: int | None = None) -> np.ndarray:
-    """One evaluation's per-prompt values, in prompt order: pass@k from its counts, or a record's ``stat``."""
-    from poly_epo_trl.evaluation.metrics import pass_at_k
-
-    records = final["problems"]
-    if stat == "pass_at_k":
-        return np.array([pass_at_k(r["num_samples"], r["num_correct"], k) for r in records])
-    return np.array([r[stat] for r in records], dtype=float)
+Records = list[dict[str, Any]]  # one evaluation's per-prompt records
 
 
-def table(finals: list[dict[str, Any]], stat: str, k: int | None = None) -> np.ndarray:
-    """Seeds x prompts."""
-    return np.stack([per_problem(final, stat, k) for final in finals])
-
-
-def pooled(finals: list[dict[str, Any]]) -> dict[str, Any]:
-    """One model evaluated once per sampling seed (the start), pooled: each prompt's samples and correct samples
-    summed over the seeds (so pass@k is estimated from n x seeds samples), its distinct correct answers the mean
-    over seeds (a count that grows with n, so compared at the runs' n)."""
-    first = finals[0]["problems"]
-    records = []
-    for i, record in enumerate(first):
-        same = [final["problems"][i] for final in finals]
-        if any(r.get("prompt") != record.get("prompt") for r in same):
-            raise ValueError("The start's evaluations are not of the same prompts in the same order.")
-        counts: dict[str, int] = {}
-        for r in same:
-            for answer, count in r["correct_answer_counts"].items():
-                counts[answer] = counts.get(answer, 0) + count
-        records.append(
-            {
-                "prompt": record.get("prompt"),
-                "num_samples": sum(r["num_samples"] for r in same),
-                "num_correct": sum(r["num_correct"] for r in same),
-                "distinct_correct_clusters": float(np.mean([r["distinct_correct_clusters"] for r in same])),
-                "correct_answer_counts": dict(sorted(counts.items(), key=lambda item: (-item[1], item[0]))),
-            }
-        )
-    return {"problems": records}
-
-
-def reported_ks(n: int) -> list[int]:
-    """pass@k is reported for k = 1, 2, 4, ... up to n / 2: from n samples, pass@n is one draw per prompt."""
-    return [k for k in (2**i for i in range(n.bit_length())) if k <= n // 2]
-
-
-def summary_of(finals: list[dict[str, Any]], ks: list[int], start: dict[str, Any] | None = None) -> dict[str, Any]:
-    """A method's (or, with ``start``, the pooled start's) pass@k at ``ks`` and distinct correct answers, each the
-    mean over seeds and prompts with its interval (``crossed_interval``; for the start, one model: over prompts)."""
-    from poly_epo_trl.evaluation.intervals import crossed_interval
-    from poly_epo_trl.evaluation.report import interval_label
-
-    runs = [start] if start is not None else finals
-
-    def stat(name: str, k: int | None = None) -> dict[str, float]:
-        top = 1.0 if name == "pass_at_k" else float("inf")  # a rate, or a count
-        return crossed_interval(table(runs, name, k)).within(0.0, top).as_dict()
-
-    curve = [stat("pass_at_k", k) for k in ks]
-    num_problems = len(runs[0]["problems"])
-    return {
-        "ks": ks,
-        "num_problems": num_problems,
-        "num_samples": runs[0]["problems"][0]["num_samples"],
-        "num_seeds": len(finals),
-        "interval": interval_label(1 if start is not None else len(finals), num_problems),
-        "pass_at_k": {b: [c[b] for c in curve] for b in ("mean", "low", "high")},
-        "distinct_correct_clusters": stat("distinct_correct_clusters"),
-    }
-
-
-def comparisons(finals: dict[str, list[dict[str, Any]]], start: dict[str, Any], ks: list[int]) -> dict[str, Any]:
+def comparisons(finals: dict[str, list[Records]], start: Records, ks: list[int]) -> dict[str, Any]:
     """Paired on prompts (and on seeds between methods): each method against the pooled start, and Poly-EPO against
-    every other method, at each reported k and in distinct correct answers."""
-    from poly_epo_trl.evaluation.intervals import paired_difference
+    every other method, at each reported k and in distinct correct answers (``report.records_difference``)."""
+    from poly_epo_trl.evaluation.report import records_difference
 
-    def difference(a: list[dict[str, Any]], b: list[dict[str, Any]] | dict[str, Any]) -> dict[str, Any]:
-        def other(name: str, k: int | None = None) -> np.ndarray:
-            return per_problem(b, name, k) if isinstance(b, dict) else table(b, name, k)
-
-        out = {f"pass@{k}": paired_difference(table(a, "pass_at_k", k), other("pass_at_k", k)).as_dict() for k in ks}
-        distinct = "distinct_correct_clusters"
-        out["distinct correct"] = paired_difference(table(a, distinct), other(distinct)).as_dict()
-        return out
-
-    pairs = {f"{LABELS[m]} - start": difference(runs, start) for m, runs in finals.items()}
-    if "poly_epo" in finals:
-        for m, runs in finals.items():
-            if m != "poly_epo":
-                pairs[f"Poly-EPO - {LABELS[m]}"] = difference(finals["poly_epo"], runs)
+    pairs = {f"{LABELS[m]} - start": records_difference(runs, start, ks) for m, runs in finals.items()}
+    for m, runs in finals.items():
+        if "poly_epo" in finals and m != "poly_epo":
+            pairs[f"Poly-EPO - {LABELS[m]}"] = records_difference(finals["poly_epo"], runs, ks)
     return pairs
 
 
-def targets(finals: dict[str, list[dict[str, Any]]], start: dict[str, Any], k: int) -> dict[str, dict[str, Any]]:
+def targets(
+    finals: dict[str, list[list[dict[str, Any]]]], start: list[dict[str, Any]], k: int
+) -> dict[str, dict[str, Any]]:
     """The paper's signature, each a paired interval that must clear its bound (``MARGIN`` = 0.05): (a) GRPO's
     pass@k below the start's (the interval of GRPO - start below 0); (b) Poly-EPO's at least the start's minus the
     margin and at least GRPO's minus the margin (both intervals above -0.05); (c) Poly-EPO's distinct correct
@@ -474,10 +349,11 @@ def targets(finals: dict[str, list[dict[str, Any]]], start: dict[str, Any], k: i
     points below GRPO's (the interval of the difference above -0.05). Seeds pair between methods, prompts
     everywhere."""
     from poly_epo_trl.evaluation.intervals import paired_difference
+    from poly_epo_trl.evaluation.report import records_table as table
 
     grpo, poly = finals["grpo"], finals["poly_epo"]
     at_k = {name: table(runs, "pass_at_k", k) for name, runs in (("grpo", grpo), ("poly", poly))}
-    start_k = per_problem(start, "pass_at_k", k)
+    start_k = table([start], "pass_at_k", k)[0]
     below = paired_difference(at_k["grpo"], start_k)
     keeps_start = paired_difference(at_k["poly"], start_k)
     keeps_grpo = paired_difference(at_k["poly"], at_k["grpo"])
@@ -579,20 +455,10 @@ def page(report: dict[str, Any], figure_path: str) -> str:
         lines += ["| method | " + " | ".join(parts) + " |", "| --- |" + " --- |" * len(parts)]
         for name, seconds in split.items():
             lines.append(f"| {name} | " + " | ".join(f"{seconds[p]:.2f}" for p in parts) + " |")
-    speeds = report.get("speeds")
-    if speeds:
-        lines += ["", f"Generation backends ({speeds['hardware']}, `--speed`, {speeds['steps']} steps each):", ""]
-        lines += [
-            "| training generation | fine-tuning | steps per minute | median step |",
-            "| --- | --- | --- | --- |",
-        ]
-        for row in speeds["training"]:
-            lines.append(
-                f"| {row['backend']} | {row['tuning']} | {row['steps_per_minute']:.2f} | {row['median_step']:.1f} s |"
-            )
-        lines += ["", "| held-out evaluation | completions per second | engine start |", "| --- | --- | --- |"]
-        for row in speeds["evaluation"]:
-            lines.append(f"| {row['backend']} | {row['per_second']:.1f} | {row['start']:.0f} s |")
+    if report.get("speeds"):
+        from real_lm_speed import speeds_markdown
+
+        lines += ["", *speeds_markdown(report["speeds"])]
     return "\n".join(lines)
 
 
@@ -611,36 +477,24 @@ def analysis(
     s: Settings, start_finals: dict[str, Any], runs: dict[str, dict[str, Any]]
 ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
     """The summaries (the pooled start and each method, with intervals), the paired comparisons and the targets."""
-    finals = {m: [r["final"] for r in runs[m].values()] for m in s.methods}
-    start = pooled(list(start_finals.values()))
+    from poly_epo_trl.evaluation.report import pooled_records, records_summary, reported_ks
+
+    finals = {m: [r["final"]["problems"] for r in runs[m].values()] for m in s.methods}
+    start = pooled_records([final["problems"] for final in start_finals.values()])
     ks = reported_ks(s.eval_samples)
-    summary = {LABELS["start"]: summary_of(list(start_finals.values()), ks, start=start)}
-    summary |= {LABELS[m]: summary_of(finals[m], ks) for m in s.methods}
-    result = {"start_pooled": start, "summary": summary, "comparisons": comparisons(finals, start, ks)}
+    summary = {LABELS["start"]: records_summary([start], ks, num_seeds=len(start_finals))}
+    summary |= {LABELS[m]: records_summary(finals[m], ks) for m in s.methods}
+    result = {"start_pooled": {"problems": start}, "summary": summary, "comparisons": comparisons(finals, start, ks)}
     found = targets(finals, start, ks[-1]) if {"grpo", "poly_epo"} <= set(s.methods) else {}
     return result, found, finals
 
 
 def step_split(runs: dict[str, dict[str, Any]]) -> dict[str, dict[str, float]]:
-    """Each method's mean seconds per step over its seeds: the whole step, and its parts (generation; the rest of
-    the rollout: log-probabilities, rewards, the judge's wait, the method; the method's advantage alone; the loss
-    and backward pass: the step less the rollout)."""
-    out = {}
-    for m, by_seed in runs.items():
-        logged = [r.get("step_parts", {}) for r in by_seed.values()]
-        if not all(parts.get("time/rollout") for parts in logged):
-            continue
-        values = {key: [v for parts in logged for v in parts.get(key, [])] for key in STEP_PARTS}
-        mean = {key: float(np.mean(found)) if found else 0.0 for key, found in values.items()}  # no judge: no wait
-        out[LABELS[m]] = {
-            "step": mean["step_time"],
-            "generation": mean["time/generation"],
-            "scoring and judging": mean["time/rollout"] - mean["time/generation"],
-            "judge wait": mean["judge/wait_seconds"],
-            "advantage": mean["time/advantage"],
-            "loss and backward": mean["step_time"] - mean["time/rollout"],
-        }
-    return out
+    """Each method's mean seconds per step over its seeds, split into its parts (``evaluation.curves.step_split``)."""
+    from poly_epo_trl.evaluation.curves import step_split as split
+
+    found = {LABELS[m]: split([r.get("step_parts", {}) for r in by_seed.values()]) for m, by_seed in runs.items()}
+    return {label: parts for label, parts in found.items() if parts}
 
 
 def compare(s: Settings, out: Path, page_path: Path | None) -> dict[str, Any]:
@@ -690,101 +544,23 @@ def compare(s: Settings, out: Path, page_path: Path | None) -> dict[str, Any]:
 
 
 def console_table(report: dict[str, Any]) -> str:
-    """The summaries, the paired comparisons, the targets and the step split, as plain text."""
-    from poly_epo_trl.evaluation.report import format_interval
+    """The summaries (``evaluation.report.format_table``), the paired comparisons, the targets and the step split, as
+    plain text."""
+    from poly_epo_trl.evaluation.report import format_table
 
     summary = report["summary"]
     ks = next(iter(summary.values()))["ks"]
     shown = [i for i, k in enumerate(ks) if k in (1, 4, 16, ks[-1])]
-    lines = [f"{'':20}" + "".join(f"{'pass@' + str(ks[i]):>24}" for i in shown) + f"{'distinct correct':>24}"]
-    for name, stats in summary.items():
-        cells = [format_interval(stats["pass_at_k"], 3, i) for i in shown]
-        cells.append(format_interval(stats["distinct_correct_clusters"], 2))
-        lines.append(f"{name:20}" + "".join(f"{c:>24}" for c in cells))
-    lines.append("paired differences (mean [95% interval]):")
-    for pair, stats in report["comparisons"].items():
-        chosen = [f"pass@{ks[i]}" for i in shown] + ["distinct correct"]
-        lines.append(f"  {pair:28}" + "  ".join(f"{c} {format_interval(stats[c], 3)}" for c in chosen))
+    columns = [(f"pass@{ks[i]}", "pass_at_k", i, 3) for i in shown] + [
+        ("distinct correct", "distinct_correct_clusters", None, 2)
+    ]
+    chosen = [(c, c, None, 3) for c in [f"pass@{ks[i]}" for i in shown] + ["distinct correct"]]
+    lines = [format_table(summary, "", columns), format_table(report["comparisons"], "paired differences", chosen)]
     for name, target in report.get("targets", {}).items():
         lines.append(f"  {'met' if target['met'] else 'NOT met'}: {name} {target}")
     for name, split in report.get("step_seconds", {}).items():
         lines.append(f"  {name}: " + ", ".join(f"{part} {seconds:.2f} s" for part, seconds in split.items()))
     return "\n".join(lines)
-
-
-TRAIN = """
-import json, sys
-from poly_epo_trl.commands.train import main
-trainer = main(sys.argv[2:])
-json.dump(trainer.state.log_history, open(sys.argv[1], "w"))
-"""
-
-
-def speed_of_training(s: Settings, start: str, backend: str, tuning: str, steps: int, folder: Path) -> dict[str, Any]:
-    """Steps per minute of one configuration: ``steps`` steps of the comparison's recipe in a process of its own
-    (both cores), the first step (the engine's warm-up) left out."""
-    quick = Settings(**{**asdict(s), "steps": steps, "backend": backend, "curve_every": 10_000, "workers": 1})
-    argv = [*recipe("poly_epo", 0, quick, start, folder / f"{backend}-{tuning}"), "--logging_steps", "1"]
-    argv += ["--eval_at_start", "false"]
-    if tuning == "lora":
-        argv += ["--use_peft", "true", "--lora_r", "16", "--lora_alpha", "32", "--lora_target_modules", LORA_MODULES]
-    history = folder / f"{backend}-{tuning}.json"
-    env = {**os.environ, "OMP_NUM_THREADS": str(len(os.sched_getaffinity(0))), "TOKENIZERS_PARALLELISM": "false"}
-    subprocess.run(
-        [sys.executable, "-c", TRAIN, str(history), *argv], env=env, check=True, cwd=ROOT, stdout=subprocess.DEVNULL
-    )
-    logs = json.loads(history.read_text())
-    times = [h["step_time"] for h in logs if "step_time" in h][1:]
-    if not times:
-        raise RuntimeError(f"{backend}, {tuning}: no step times past the first in the training log: {logs[-3:]}")
-    median = statistics.median(times)
-    return {"backend": backend, "tuning": tuning, "median_step": median, "steps_per_minute": 60 / median}
-
-
-def speed_of_evaluation(s: Settings, start: str, backend: str) -> dict[str, Any]:
-    """Held-out completions per second of one backend (every held-out prompt, ``eval_samples`` each), and its
-    engine's start apart."""
-    import torch
-
-    from poly_epo_trl.evaluation.sampling import SamplingSettings, TransformersSampler, VLLMSampler
-    from poly_epo_trl.tasks.names_by_letter import split_prompts
-
-    torch.set_num_threads(len(os.sched_getaffinity(0)))
-    prompts = split_prompts("test")
-    sampling = SamplingSettings(num_samples=s.eval_samples, max_new_tokens=8, seed=0)
-    began = time.perf_counter()
-    if backend == "vllm":
-        sampler = VLLMSampler(
-            start, sampling, dtype="float32", gpu_memory_utilization=0.15, max_model_len=128, enforce_eager=True
-        )
-    else:
-        sampler = TransformersSampler.from_pretrained(start, sampling, batch_size=s.eval_samples, dtype="float32")
-    started = time.perf_counter() - began
-    began = time.perf_counter()
-    texts = sampler.sample(prompts, list(range(len(prompts))))
-    seconds = time.perf_counter() - began
-    return {"backend": backend, "per_second": sum(map(len, texts)) / seconds, "seconds": seconds, "start": started}
-
-
-def measure_speeds(s: Settings, out: Path, steps: int) -> dict[str, Any]:
-    """``--speed``: each generation backend and fine-tuning kind, one at a time on every core."""
-    out.mkdir(parents=True, exist_ok=True)
-    start = warm_start(s, out)
-    backends = ["transformers", *(["vllm"] if vllm_installed() else [])]
-    with tempfile.TemporaryDirectory() as tmp:
-        training = [
-            speed_of_training(s, start, backend, tuning, steps, Path(tmp))
-            for backend in backends
-            for tuning in ("full", "lora")
-        ]
-    evaluation = [speed_of_evaluation(s, start, backend) for backend in backends]
-    speeds = {"hardware": hardware(), "steps": steps, "training": training, "evaluation": evaluation}
-    (out / "speeds.json").write_text(json.dumps(speeds, indent=2))
-    for row in training:
-        print(f"training, {row['backend']}, {row['tuning']}: {row['steps_per_minute']:.2f} steps/min")
-    for row in evaluation:
-        print(f"evaluation, {row['backend']}: {row['per_second']:.1f} completions/s (start {row['start']:.0f} s)")
-    return speeds
 
 
 def chosen_methods(parser: argparse.ArgumentParser, names: list[str]) -> list[str]:
@@ -806,11 +582,6 @@ def parse_args(argv: list[str] | None) -> tuple[Settings, argparse.Namespace]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--page", type=Path, help="a docs page with the results block to fill (docs/pages/real-lm.md)")
-    parser.add_argument("--speed", action="store_true", help="measure the generation backends instead")
-    parser.add_argument("--speed-steps", type=int, default=6)
-    parser.add_argument(
-        "--gate", type=float, nargs="+", metavar="T", help="evaluate the start at these temperatures instead"
-    )
     parser.add_argument("--seeds", type=int, nargs="+", default=Settings().seeds)
     parser.add_argument(
         "--methods",
@@ -840,10 +611,6 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     settings, args = parse_args(argv)
-    if args.speed:
-        return measure_speeds(settings, args.out, args.speed_steps)
-    if args.gate:
-        return gate(settings, args.out, args.gate)
     return compare(settings, args.out, args.page)
 
 

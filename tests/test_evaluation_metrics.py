@@ -85,3 +85,52 @@ def test_adjusted_rand_index_equals_scikit_learn(data):
     assert adjusted_rand_index(a, b) == pytest.approx(adjusted_rand_score(a, b), abs=1e-12)
     assert adjusted_rand_index(a, a) == 1.0
     assert adjusted_rand_index([1, 1, 2, 2], [7, 7, 3, 3]) == 1.0  # the ids' names do not matter
+
+
+def records(correct: list[int], distinct: list[float], n: int = 8) -> list[dict]:
+    """One evaluation's per-problem records: each problem's correct samples of ``n`` and its distinct correct
+    answers."""
+    return [
+        {"prompt": f"p{i}", "num_samples": n, "num_correct": c, "distinct_correct_clusters": d}
+        for i, (c, d) in enumerate(zip(correct, distinct, strict=True))
+    ]
+
+
+def test_one_model_scored_once_per_sampling_seed_is_pooled_as_one_run():
+    """A model's evaluations (one per seed's sampling seed) pooled per prompt: samples and correct samples summed,
+    answers counted together, distinct correct answers the mean (compared at the runs' n)."""
+    from poly_epo_trl.evaluation.report import pooled_records, reported_ks
+
+    first = records([1, 8], [1.0, 3.0])
+    second = records([3, 8], [2.0, 4.0])
+    for one, counts in ((first, {"a": 1}), (second, {"a": 2, "b": 1})):
+        one[0]["correct_answer_counts"] = counts
+        one[1]["correct_answer_counts"] = {}
+    pooled = pooled_records([first, second])[0]
+    assert (pooled["num_samples"], pooled["num_correct"], pooled["distinct_correct_clusters"]) == (16, 4, 1.5)
+    assert pooled["correct_answer_counts"] == {"a": 3, "b": 1}
+    assert reported_ks(128) == [1, 2, 4, 8, 16, 32, 64]
+
+
+def test_records_give_seeds_x_problems_tables_their_summaries_and_paired_differences():
+    """Several runs' per-problem records: pass@k from the counts at each reported k, the distinct correct clusters,
+    each with the crossed interval of the seeds x problems table; differences paired on problems and seeds, or
+    against one run (a start) subtracted from every seed's row."""
+    from poly_epo_trl.evaluation.intervals import crossed_interval, paired_difference
+    from poly_epo_trl.evaluation.metrics import pass_at_k
+    from poly_epo_trl.evaluation.report import records_difference, records_summary, records_table
+
+    runs = [records([s, 2 + s, 8, 0], [1.0 + s, 2.0, 3.0, 0.0]) for s in range(3)]
+    start = records([2, 2, 2, 2], [1.0, 1.0, 1.0, 1.0])
+    table = records_table(runs, "pass_at_k", 2)
+    assert table.shape == (3, 4) and table[1, 0] == pass_at_k(8, 1, 2)
+    summary = records_summary(runs, [1, 2, 4])
+    assert summary["pass_at_k"]["mean"][1] == pytest.approx(crossed_interval(table).mean)
+    assert summary["distinct_correct_clusters"]["low"] == pytest.approx(
+        max(0.0, crossed_interval(records_table(runs, "distinct_correct_clusters")).low)
+    )
+    against_start = records_difference(runs, start, [4])
+    expected = paired_difference(records_table(runs, "pass_at_k", 4), records_table([start], "pass_at_k", 4)[0])
+    assert against_start["pass@4"] == expected.as_dict()
+    between = records_difference(runs, runs[::-1], [1])
+    assert between["pass@1"]["mean"] == pytest.approx(0.0) and set(between) == {"pass@1", "distinct correct"}

@@ -37,15 +37,13 @@ def benchmark():
     return module
 
 
-def final(correct: list[int], distinct: list[float], n: int = 8) -> dict:
+def final(correct: list[int], distinct: list[float], n: int = 8) -> list[dict]:
     """One evaluation's per-prompt records: each prompt's correct samples of ``n`` and its distinct correct
     answers."""
-    return {
-        "problems": [
-            {"prompt": f"p{i}", "num_samples": n, "num_correct": c, "distinct_correct_clusters": d}
-            for i, (c, d) in enumerate(zip(correct, distinct, strict=True))
-        ]
-    }
+    return [
+        {"prompt": f"p{i}", "num_samples": n, "num_correct": c, "distinct_correct_clusters": d}
+        for i, (c, d) in enumerate(zip(correct, distinct, strict=True))
+    ]
 
 
 def test_the_targets_are_met_only_when_their_paired_interval_clears_the_bound():
@@ -73,20 +71,6 @@ def test_the_targets_are_met_only_when_their_paired_interval_clears_the_bound():
     lower = [final([c - 1 if i % 2 else c for i, c in enumerate([8] * prompts)], [3.0] * prompts) for _ in range(3)]
     gap = targets({"grpo": full, "poly_epo": lower}, start, 4)["pass_at_1"]
     assert gap["poly_epo_minus_grpo"]["mean"] == pytest.approx(-1 / 16) and not gap["met"]
-
-
-def test_the_start_is_pooled_over_its_sampling_seeds():
-    """The start's evaluations (one per seed's sampling seed) pooled per prompt: samples and correct samples summed,
-    answers counted together, distinct correct answers the mean (compared at the runs' n)."""
-    first = final([1, 8], [1.0, 3.0])
-    second = final([3, 8], [2.0, 4.0])
-    for one, counts in ((first, {"a": 1}), (second, {"a": 2, "b": 1})):
-        one["problems"][0]["correct_answer_counts"] = counts
-        one["problems"][1]["correct_answer_counts"] = {}
-    pooled = benchmark().pooled([first, second])["problems"][0]
-    assert (pooled["num_samples"], pooled["num_correct"], pooled["distinct_correct_clusters"]) == (16, 4, 1.5)
-    assert pooled["correct_answer_counts"] == {"a": 3, "b": 1}
-    assert benchmark().reported_ks(128) == [1, 2, 4, 8, 16, 32, 64]
 
 
 def test_the_prefix_prompts_hold_out_the_rarer_answers_of_trained_letters():

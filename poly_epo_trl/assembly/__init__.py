@@ -5,7 +5,15 @@ all need (and the entry points' one way out, ``parse_and_run``)."""
 
 from .agreement import AgreementArguments, AgreementParts, assemble_agreement
 from .evaluation import EvalArguments, EvaluationParts, assemble_evaluation, make_episode_sampler, make_sampler
-from .shared import is_main_process, load_tokenizer, parse_and_run, resolve_rewards, setup_logging, stop
+from .shared import (
+    is_main_process,
+    load_tokenizer,
+    parse_and_run,
+    quiet_logging,
+    resolve_rewards,
+    setup_logging,
+    stop,
+)
 from .training import (
     ScriptArguments,
     TrainingParts,
@@ -14,6 +22,7 @@ from .training import (
     cpu_slowdowns,
     held_out_agent,
     held_out_scoring,
+    held_out_summary,
     hub_dataset_name,
     model_init_kwargs,
     pass_at_k_callback,
@@ -34,6 +43,7 @@ __all__ = [
     "cpu_slowdowns",
     "held_out_agent",
     "held_out_scoring",
+    "held_out_summary",
     "hub_dataset_name",
     "is_main_process",
     "load_tokenizer",
@@ -42,6 +52,7 @@ __all__ = [
     "model_init_kwargs",
     "parse_and_run",
     "pass_at_k_callback",
+    "quiet_logging",
     "resolve_rewards",
     "resume_checkpoint",
     "setup_logging",

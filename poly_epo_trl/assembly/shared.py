@@ -47,6 +47,23 @@ def parse_and_run(
         stop(str(preempted), preempted.exit_code)
 
 
+def quiet_logging() -> None:
+    """A long comparison's output (the demo's, a benchmark's workers'): a line per held-out evaluation, no progress
+    bars, no library warnings."""
+    import warnings
+
+    import datasets
+    import transformers
+
+    logging.basicConfig(level=logging.WARNING, format="  %(message)s", force=True)
+    logging.getLogger("poly_epo_trl.evaluation").setLevel(logging.INFO)  # a line per held-out evaluation
+    logging.getLogger("transformers").setLevel(logging.ERROR)
+    datasets.disable_progress_bars()
+    transformers.utils.logging.disable_progress_bar()
+    warnings.filterwarnings("ignore", category=FutureWarning)
+    warnings.filterwarnings("ignore", category=UserWarning)
+
+
 def stop(message: str, code: int, once: bool = False) -> NoReturn:
     """Exit with ``code`` after ``message`` on stderr, in one write so the lines of several processes do not
     interleave. ``once``: by local rank 0 only, for a message every process stops with (a recipe error), so each

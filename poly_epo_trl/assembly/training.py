@@ -460,6 +460,26 @@ def held_out_agent(parts: TrainingParts, training_args: PolyEPOConfig) -> Agent 
     return Agent(factory, tools, training_args.max_tool_calling_iterations)
 
 
+def held_out_summary(trainer: Any, parts: TrainingParts, samples: int, parsed: tuple, seed: int) -> dict[str, Any]:
+    """``evaluation.report.summarize`` of ``samples`` per held-out problem of ``parts`` (a recipe's
+    ``eval_dataset_name``) by ``trainer``'s model, sampled with ``seed`` and scored as the recipe's in-training
+    evaluation scores (its rewards, judge and majority vote; ``parsed``: the recipe's three configs); for an agent,
+    episodes played as training plays them."""
+    from ..evaluation.episodes import EpisodeSampler
+    from ..evaluation.report import summarize
+    from ..evaluation.runner import episode_metrics, policy_metrics
+
+    script_args, config, _ = parsed
+    rows, indices = parts.eval_rows, range(len(parts.eval_rows))
+    scorer, settings = held_out_scoring(parts, config, samples, seed, script_args.eval_vote_answer)
+    agent = held_out_agent(parts, config)
+    if agent is None:
+        metrics = policy_metrics(trainer.model, trainer.processing_class, rows, indices, scorer, settings)
+    else:
+        metrics = episode_metrics(EpisodeSampler.for_trainer(trainer, settings, agent), rows, indices, scorer)
+    return summarize(metrics, num_resamples=200)
+
+
 def pass_at_k_callback(
     trainer: Any, parts: TrainingParts, script_args: ScriptArguments, training_args: PolyEPOConfig
 ) -> PassAtKCallback:

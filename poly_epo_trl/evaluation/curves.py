@@ -31,6 +31,28 @@ PASS_AT_K = re.compile(r"^eval/pass@(\d+)$")
 Curve = list[tuple[int, float]]
 
 
+STEP_PARTS = ("step_time", "time/rollout", "time/generation", "judge/wait_seconds", "time/advantage")
+
+
+def step_split(runs: list[dict[str, list[float]]]) -> dict[str, float] | None:
+    """Mean seconds per training step over several runs' logged timings (``STEP_PARTS``, each a list of the values
+    a run logged), and its parts: generation; the rest of the rollout (log-probabilities, rewards, the judge's wait,
+    the method); the judge's wait; the method's advantage alone; the loss and backward pass (the step less the
+    rollout). None where a run logged no rollout time."""
+    if not runs or not all(parts.get("time/rollout") for parts in runs):
+        return None
+    values = {key: [v for parts in runs for v in parts.get(key, [])] for key in STEP_PARTS}
+    mean = {key: sum(found) / len(found) if found else 0.0 for key, found in values.items()}  # no judge: no wait
+    return {
+        "step": mean["step_time"],
+        "generation": mean["time/generation"],
+        "scoring and judging": mean["time/rollout"] - mean["time/generation"],
+        "judge wait": mean["judge/wait_seconds"],
+        "advantage": mean["time/advantage"],
+        "loss and backward": mean["step_time"] - mean["time/rollout"],
+    }
+
+
 def log_history(run_dir: str | Path) -> list[dict[str, Any]]:
     """A run's log history: its final ``trainer_state.json``, else its newest checkpoint's (a run still going, or
     stopped). FileNotFoundError names what was looked for."""

@@ -167,12 +167,106 @@ def interval_label(num_seeds: int, num_problems: int, paired: bool = True, confi
     return f"{confidence:.0%} interval over {num_seeds} seeds x {num_problems} problems"
 
 
+def reported_ks(n: int) -> list[int]:
+    """pass@k is reported for k = 1, 2, 4, ... up to n / 2 (at least 1): from n samples, pass@n is one draw a
+    problem."""
+    return [k for k in powers_of_two_up_to(n) if k <= max(n // 2, 1)]
+
+
+Records = Sequence[dict[str, Any]]  # one run's per-problem records (``problem_record``), in problem order
+
+
+def records_table(runs: Sequence[Records], stat: str, k: int | None = None) -> np.ndarray:
+    """Seeds x problems of several runs' records: pass@k from each record's sample and correct counts (``stat``
+    ``"pass_at_k"``), or each record's ``stat``."""
+    if stat == "pass_at_k":
+        return np.array([[pass_at_k(r["num_samples"], r["num_correct"], k) for r in run] for run in runs], dtype=float)
+    return np.array([[r[stat] for r in run] for run in runs], dtype=float)
+
+
+def pooled_records(runs: Sequence[Records]) -> list[dict[str, Any]]:
+    """One model scored once per sampling seed, as one run: each problem's samples and correct samples summed over
+    the seeds (pass@k estimated from n x seeds samples), its distinct correct clusters the mean over seeds (a count
+    that grows with n, so compared at the runs' n), its correct answers' counts summed. ValueError when the runs are
+    not of the same problems in the same order."""
+    out = []
+    for i, record in enumerate(runs[0]):
+        same = [run[i] for run in runs]
+        if any(r.get("prompt") != record.get("prompt") for r in same):
+            raise ValueError("The runs to pool are not of the same problems in the same order.")
+        counts: dict[str, int] = {}
+        for r in same:
+            for answer, count in r["correct_answer_counts"].items():
+                counts[answer] = counts.get(answer, 0) + count
+        out.append(
+            {
+                "prompt": record.get("prompt"),
+                "num_samples": sum(r["num_samples"] for r in same),
+                "num_correct": sum(r["num_correct"] for r in same),
+                "distinct_correct_clusters": float(np.mean([r["distinct_correct_clusters"] for r in same])),
+                "correct_answer_counts": dict(sorted(counts.items(), key=lambda item: (-item[1], item[0]))),
+            }
+        )
+    return out
+
+
+def records_summary(
+    runs: Sequence[Records], ks: Sequence[int], num_seeds: int | None = None, confidence: float = 0.95
+) -> dict[str, Any]:
+    """Pass@k at ``ks`` and the distinct correct clusters of several runs (one per seed, the same problems), each the
+    mean over seeds and problems with its ``crossed_interval`` (one run: over problems), clipped to where it can lie.
+    ``num_seeds``: the seeds the runs stand for, where one pooled run stands for several (``pooled_records``)."""
+
+    def stat(name: str, k: int | None = None) -> dict[str, float]:
+        top = 1.0 if name == "pass_at_k" else float("inf")  # a rate, or a count
+        return crossed_interval(records_table(runs, name, k), confidence).within(0.0, top).as_dict()
+
+    curve = [stat("pass_at_k", k) for k in ks]
+    num_problems = len(runs[0])
+    return {
+        "ks": list(ks),
+        "num_problems": num_problems,
+        "num_samples": runs[0][0]["num_samples"],
+        "num_seeds": num_seeds or len(runs),
+        "interval": interval_label(len(runs), num_problems, confidence=confidence),
+        "pass_at_k": {b: [c[b] for c in curve] for b in ("mean", "low", "high")},
+        "distinct_correct_clusters": stat("distinct_correct_clusters"),
+    }
+
+
+def records_difference(
+    first: Sequence[Records], second: Sequence[Records] | Records, ks: Sequence[int], confidence: float = 0.95
+) -> dict[str, dict[str, float]]:
+    """``first - second`` at pass@k for each of ``ks`` and in distinct correct clusters (where both have them), each
+    with its ``paired_difference`` interval: paired on problems, and on the seed's index where ``second`` is several
+    runs too; one run's records (a model such as the start) are subtracted from every seed's."""
+    one = bool(second) and isinstance(second[0], dict)
+    runs = [second] if one else second
+
+    def other(name: str, k: int | None = None) -> np.ndarray:
+        found = records_table(runs, name, k)
+        return found[0] if one else found
+
+    out = {
+        f"pass@{k}": paired_difference(
+            records_table(first, "pass_at_k", k), other("pass_at_k", k), confidence=confidence
+        )
+        for k in ks
+    }
+    distinct = "distinct_correct_clusters"
+    if all(r.get(distinct) is not None for run in (*first, *runs) for r in run):
+        out["distinct correct"] = paired_difference(
+            records_table(first, distinct), other(distinct), confidence=confidence
+        )
+    return {name: interval.as_dict() for name, interval in out.items()}
+
+
 def paired_comparisons(
-    problems: dict[str, Sequence[dict[str, Any]]], confidence: float = 0.95
+    problems: dict[str, Records], confidence: float = 0.95
 ) -> dict[str, dict[str, dict[str, float]]]:
-    """Each checkpoint against the first, paired on problems (``intervals.paired_difference``, one seed: a t interval
-    over problems of the per-problem differences): pass@k for k = 1, 2, 4, ... up to n / 2 (from n samples, pass@n is
-    one draw a problem) and the distinct correct clusters, where both have them."""
+    """Each checkpoint against the first, paired on problems (``records_difference``, one seed: a t interval over
+    problems of the per-problem differences): pass@k for k = 1, 2, 4, ... up to n / 2 (from n samples, pass@n is one
+    draw a problem) and the distinct correct clusters, where both have them."""
     labels = list(problems)
     if len(labels) < 2:
         return {}
@@ -183,14 +277,7 @@ def paired_comparisons(
         if len(other) != len(first):
             raise ValueError(f"{label!r} was scored on {len(other)} problems and {labels[0]!r} on {len(first)}.")
         n = min(p["num_samples"] for p in (*first, *other))
-        entry = {}
-        for k in (k for k in powers_of_two_up_to(n) if k <= max(n // 2, 1)):
-            values = [[pass_at_k(p["num_samples"], p["num_correct"], k) for p in group] for group in (other, first)]
-            entry[f"pass@{k}"] = paired_difference(*values, confidence=confidence).as_dict()
-        distinct = [[p["distinct_correct_clusters"] for p in group] for group in (other, first)]
-        if all(v is not None for group in distinct for v in group):
-            entry["distinct correct"] = paired_difference(*distinct, confidence=confidence).as_dict()
-        out[f"{label} - {labels[0]}"] = entry
+        out[f"{label} - {labels[0]}"] = records_difference([other], first, reported_ks(n), confidence)
     return out
 
 
@@ -206,20 +293,26 @@ def format_interval(stat: dict[str, Any] | None, digits: int, at: int | None = N
     return f"{mean:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
 
 
-def format_table(summaries: dict[str, dict[str, Any]], first: str = "checkpoint") -> str:
-    """A console table, one row per summary: pass@1, pass@n, maj@n, vote share and distinct correct clusters, each
-    as mean [interval]."""
-    cell = format_interval
-    n = max(s["num_samples"] for s in summaries.values())
-    columns = ("pass@1", f"pass@{n}", f"maj@{n}", "vote share", "distinct correct")
-    lines = [f"{first:<18}" + "".join(f"{c:>22}" for c in columns)]
-    for label, s in summaries.items():
-        cells = (
-            cell(s["pass_at_k"], 3, 0),
-            cell(s["pass_at_k"], 3, -1),
-            cell(s["maj_at_k"], 3, -1),
-            cell(s["vote_share"], 3),
-            cell(s["distinct_correct_clusters"], 2),
+def format_table(
+    summaries: dict[str, dict[str, Any]],
+    first: str = "checkpoint",
+    columns: Sequence[tuple[str, str, int | None, int]] | None = None,
+) -> str:
+    """A console table, one row per summary, each cell mean [interval]. ``columns``: (title, key, the index of a
+    curve's point or None for a scalar, digits); by default pass@1, pass@n, maj@n, vote share and distinct correct
+    clusters. A summary without a column's key shows "-"."""
+    if columns is None:
+        n = max(s["num_samples"] for s in summaries.values())
+        columns = (
+            ("pass@1", "pass_at_k", 0, 3),
+            (f"pass@{n}", "pass_at_k", -1, 3),
+            (f"maj@{n}", "maj_at_k", -1, 3),
+            ("vote share", "vote_share", None, 3),
+            ("distinct correct", "distinct_correct_clusters", None, 2),
         )
-        lines.append(f"{label:<18}" + "".join(f"{c:>22}" for c in cells))
+    width = max(18, *(len(label) + 2 for label in summaries))
+    lines = [f"{first:<{width}}" + "".join(f"{title:>24}" for title, *_ in columns)]
+    for label, s in summaries.items():
+        cells = (format_interval(s.get(key), digits, at) for _, key, at, digits in columns)
+        lines.append(f"{label:<{width}}" + "".join(f"{c:>24}" for c in cells))
     return "\n".join(lines)

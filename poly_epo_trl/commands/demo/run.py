@@ -12,25 +12,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import os
 import time
-import warnings
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-import datasets
 import torch
-import transformers
 
-from poly_epo_trl.assembly import TrainingParts, assemble_training, held_out_agent, held_out_scoring
+from poly_epo_trl.assembly import assemble_training, held_out_summary, quiet_logging
 from poly_epo_trl.commands import train
 from poly_epo_trl.constants import BUILTIN_PREFIX
-from poly_epo_trl.evaluation.episodes import EpisodeSampler
 from poly_epo_trl.evaluation.plots import training_figure
-from poly_epo_trl.evaluation.report import across_seeds, format_table, summarize
-from poly_epo_trl.evaluation.runner import episode_metrics, policy_metrics
+from poly_epo_trl.evaluation.report import across_seeds, format_table
 from poly_epo_trl.tasks import TASKS
 
 METHODS = ("grpo", "grpo_div", "poly_epo")
@@ -71,20 +65,6 @@ def recipe(method: str, seed: int, s: DemoSettings, out: Path) -> list[str]:
     return [*FIXED.split(), *flags.split(), *(["--model_name_or_path", s.checkpoint] if s.checkpoint else [])]
 
 
-def final_summary(trainer: Any, parts: TrainingParts, samples: int, parsed: tuple, seed: int) -> dict:
-    """``evaluation``'s summary of ``samples`` per held-out problem (the sampling seed is the training seed; majority
-    vote as the recipe's in-training evaluation counts it); for an agent, episodes played as training plays them."""
-    script_args, config, _ = parsed
-    rows, indices = parts.eval_rows, range(len(parts.eval_rows))
-    scorer, settings = held_out_scoring(parts, config, samples, seed, script_args.eval_vote_answer)
-    agent = held_out_agent(parts, config)
-    if agent is None:
-        metrics = policy_metrics(trainer.model, trainer.processing_class, rows, indices, scorer, settings)
-    else:
-        metrics = episode_metrics(EpisodeSampler.for_trainer(trainer, settings, agent), rows, indices, scorer)
-    return summarize(metrics, num_resamples=200)
-
-
 def train_method(method: str, seed: int, s: DemoSettings, out: Path) -> dict[str, Any]:
     """One recipe through ``train``: its eval/* log history as curves, then the final held-out evaluation."""
     parsed = train.parse(recipe(method, seed, s, out))
@@ -93,7 +73,7 @@ def train_method(method: str, seed: int, s: DemoSettings, out: Path) -> dict[str
     trainer = train.run(*parsed, parts, print_logs=False)
     seconds = time.perf_counter() - start
     curve = [{k: log[k] for k in CURVE} for log in trainer.state.log_history if CURVE[1] in log]
-    final = final_summary(trainer, parts, s.eval_samples, parsed, seed)
+    final = held_out_summary(trainer, parts, s.eval_samples, parsed, seed)
     return {"curve": curve, "final": final, "train_seconds": seconds}
 
 
@@ -104,7 +84,7 @@ def warm_start(s: DemoSettings, out: Path) -> dict[str, Any]:
     parsed = train.parse(recipe("grpo", 0, s, out))
     parts = assemble_training(*parsed)
     trainer = train.make_trainer(*parsed, parts, print_logs=False)
-    return {str(seed): final_summary(trainer, parts, s.eval_samples, parsed, seed) for seed in s.seeds}
+    return {str(seed): held_out_summary(trainer, parts, s.eval_samples, parsed, seed) for seed in s.seeds}
 
 
 def run_demo(s: DemoSettings, out: Path) -> dict[str, Any]:
@@ -186,13 +166,7 @@ def parse_args(argv: list[str] | None, defaults: DemoSettings, out: Path) -> tup
 def main(
     argv: list[str] | None = None, defaults: DemoSettings | None = None, out: Path = Path("outputs/demo")
 ) -> dict[str, Any]:
-    logging.basicConfig(level=logging.WARNING, format="  %(message)s")
-    logging.getLogger("poly_epo_trl.evaluation").setLevel(logging.INFO)  # a line per held-out evaluation
-    logging.getLogger("transformers").setLevel(logging.ERROR)
-    datasets.disable_progress_bars()
-    transformers.utils.logging.disable_progress_bar()
-    warnings.filterwarnings("ignore", category=FutureWarning)
-    warnings.filterwarnings("ignore", category=UserWarning)
+    quiet_logging()
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # environment_factory is experimental in TRL 1.16
     settings, out = parse_args(argv, defaults or DemoSettings(), out)
     try:
