@@ -44,7 +44,7 @@ DEFAULT_MODEL = "builtin:smollm2"
 METHODS = ("grpo", "poly_epo")  # the timed comparison; --methods all adds every other registered method
 LABELS = {"grpo": "GRPO (Dr.GRPO)", "grpo_div": "GRPO+DIV", "poly_epo": "Poly-EPO", "start": "start (warm start)"}
 COLORS = {"GRPO (Dr.GRPO)": "tab:red", "GRPO+DIV": "tab:orange", "Poly-EPO": "tab:blue", "start (warm start)": "gray"}
-CURVE = ("step", "eval/pass@1", "eval/distinct_correct_clusters")
+CURVE = ("step", "eval_pass@1", "eval_distinct_correct_clusters")
 PAGE_MARKERS = ("<!-- real-lm:start -->", "<!-- real-lm:end -->")
 LORA_MODULES = "all-linear"  # PEFT: every linear layer but the output head
 

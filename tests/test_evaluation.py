@@ -279,7 +279,17 @@ def test_pass_at_k_callback_trains_with_a_stock_grpo_trainer(tmp_path):
     held_out = toy_dataset(range(40, 43))
     trainer.add_callback(PassAtKCallback.for_trainer(trainer, held_out, eval_steps=1, num_samples=4, on_start=True))
     trainer.train()
-    evaluated = [h for h in trainer.state.log_history if "eval/pass@1" in h]
+    evaluated = [h for h in trainer.state.log_history if "eval_pass@1" in h]
     assert [h["step"] for h in evaluated] == [0, 1, 2]
-    assert all(0.0 <= h["eval/pass@4"] <= 1.0 and h["eval/pass@1"] <= h["eval/pass@4"] for h in evaluated)
-    assert "eval/distinct_correct_clusters" not in evaluated[0]  # no judge given
+    assert all(0.0 <= h["eval_pass@4"] <= 1.0 and h["eval_pass@1"] <= h["eval_pass@4"] for h in evaluated)
+    assert "eval_distinct_correct_clusters" not in evaluated[0]  # no judge given
+    # the evaluation's lines hold its metrics alone; each training line keeps its own (reward, ...)
+    assert not any("reward" in h for h in evaluated)
+    trained = [h for h in trainer.state.log_history if "loss" in h]
+    assert [h["step"] for h in trained] == [1, 2] and all("reward" in h for h in trained)
+    # why the callback logs through transformers' Trainer.log: GRPOTrainer.log still folds the training metrics
+    # gathered since the last logging step into whatever it logs, and clears them (this fails once it no longer does)
+    trainer._metrics["train"]["reward"].append(0.5)
+    trainer.model.train()
+    trainer.log({"eval_pass@1": 0.0})
+    assert trainer.state.log_history[-1]["reward"] == 0.5 and not trainer._metrics["train"]

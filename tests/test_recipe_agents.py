@@ -83,14 +83,14 @@ def test_the_agent_recipe_trains_on_two_processes(tmp_path):
         without_call = 1 - float(log["tools/call_frequency"])
         assert float(log["poly_epo/degenerate_frac"]) == pytest.approx(without_call, abs=1e-3)
     assert (out / "model.safetensors").exists()
-    evals = [eval(line[line.index("{") :]) for line in result.stdout.splitlines() if "'eval/pass@1'" in line]
+    evals = [eval(line[line.index("{") :]) for line in result.stdout.splitlines() if "'eval_pass@1'" in line]
     assert len(evals) == 3  # steps 0, 1, 2
-    assert all(set(e) >= {"eval/pass@8", "eval/maj@8", "eval/distinct_correct_clusters"} for e in evals)
+    assert all(set(e) >= {"eval_pass@8", "eval_maj@8", "eval_distinct_correct_clusters"} for e in evals)
     expected = warm_start_held_out(tmp_path, num_samples=8, problems=5)
     for k, value in zip(expected["ks"], expected["pass_at_k"]["mean"], strict=True):
-        assert float(evals[0][f"eval/pass@{k}"]) == pytest.approx(value, abs=1e-4)
-    assert float(evals[0]["eval/maj@8"]) == pytest.approx(expected["maj_at_k"]["mean"][-1], abs=1e-4)
-    assert float(evals[0]["eval/distinct_correct_clusters"]) == pytest.approx(
+        assert float(evals[0][f"eval_pass@{k}"]) == pytest.approx(value, abs=1e-4)
+    assert float(evals[0]["eval_maj@8"]) == pytest.approx(expected["maj_at_k"]["mean"][-1], abs=1e-4)
+    assert float(evals[0]["eval_distinct_correct_clusters"]) == pytest.approx(
         expected["distinct_correct_clusters"]["mean"], abs=1e-4
     )
 

@@ -190,7 +190,7 @@ def test_cpu_recipe_trains_under_accelerate_launch(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     logs = result.stdout + result.stderr
     assert "poly_epo/distinct_correct_clusters" in logs
-    assert logs.count("'eval/pass@4'") == 1 and "'eval/distinct_correct_clusters'" in logs  # at step 2 of 2
+    assert logs.count("'eval_pass@4'") == 1 and "'eval_distinct_correct_clusters'" in logs  # at step 2 of 2
     assert (out / "model.safetensors").exists()
 
 

@@ -55,7 +55,7 @@ def quiet_logging() -> None:
     import datasets
     import transformers
 
-    logging.basicConfig(level=logging.WARNING, format="  %(message)s", force=True)
+    logging.basicConfig(level=logging.WARNING, format="  %(message)s")
     logging.getLogger("poly_epo_trl.evaluation").setLevel(logging.INFO)  # a line per held-out evaluation
     logging.getLogger("transformers").setLevel(logging.ERROR)
     datasets.disable_progress_bars()

@@ -87,8 +87,8 @@ class ScriptArguments(DatasetArguments, CodeRewardSettings, AgentArguments):
     eval_dataset_name: str | None = field(
         default=None,
         metadata={
-            "help": "Held-out problems (same formats and columns as dataset_name): every eval_steps, log eval/pass@k, "
-            "eval/maj@n and eval/distinct_correct_clusters (with the recipe's judge) of eval_num_samples samples "
+            "help": "Held-out problems (same formats and columns as dataset_name): every eval_steps, log eval_pass@k, "
+            "eval_maj@n and eval_distinct_correct_clusters (with the recipe's judge) of eval_num_samples samples "
             "(for an agent, episodes played as training plays them)."
         },
     )
@@ -108,7 +108,7 @@ class ScriptArguments(DatasetArguments, CodeRewardSettings, AgentArguments):
     eval_vote_answer: str = field(
         default="auto",
         metadata={
-            "help": f"What eval/maj@n counts: one of {VOTE_MODES}, as poly-epo eval's vote_answer ('plan': an "
+            "help": f"What eval_maj@n counts: one of {VOTE_MODES}, as poly-epo eval's vote_answer ('plan': an "
             "agent's tool calls in order, then its final text)."
         },
     )

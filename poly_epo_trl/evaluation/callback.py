@@ -23,8 +23,9 @@ logger = logging.getLogger(__name__)
 class PassAtKCallback(TrainerCallback):
     """Samples ``settings.num_samples`` completions per held-out problem with the policy being trained (for an
     ``agent``, plays as many episodes, as training plays them) and logs
-    ``eval/pass@k`` (k = 1, 2, 4, ..., n), ``eval/maj@n``, ``eval/vote_share`` and ``eval/distinct_correct_clusters``
-    through the trainer (so to wandb and the log history). Each process samples its share of the problems.
+    ``eval_pass@k`` (k = 1, 2, 4, ..., n), ``eval_maj@n``, ``eval_vote_share`` and ``eval_distinct_correct_clusters``
+    through the trainer (``log_beside_training``: the log history, and wandb and trackio under ``eval/``, as
+    transformers names an evaluation's metrics). Each process samples its share of the problems.
     It also evaluates after the last step, and with ``on_start`` before the first (step 0, the start of every
     curve)."""
 
@@ -66,7 +67,7 @@ class PassAtKCallback(TrainerCallback):
         with TRL's ``prompt`` column and the columns its rewards read) scored by the trainer's own reward functions
         and weights, sampled as the trainer samples (its completion length, temperature and seed), ``num_samples``
         each; ``judge`` (optional: a ``ClusteringJudge``, a function ``judge(prompt, completions)`` or a spec)
-        adds ``eval/distinct_correct_clusters``. Add it with ``trainer.add_callback(...)``."""
+        adds ``eval_distinct_correct_clusters``. Add it with ``trainer.add_callback(...)``."""
         from torch import nn
 
         rewards = [f for f in trainer.reward_funcs if not isinstance(f, nn.Module)]
@@ -102,18 +103,18 @@ class PassAtKCallback(TrainerCallback):
                 )
                 local = episode_metrics(sampler, self.rows, mine, self.scorer, self.correct_reward_threshold)
         summary = summarize(gather_object(local), num_resamples=1)
-        metrics = {f"eval/pass@{k}": v for k, v in zip(summary["ks"], summary["pass_at_k"]["mean"], strict=True)}
-        metrics[f"eval/maj@{summary['num_samples']}"] = summary["maj_at_k"]["mean"][-1]
-        metrics["eval/vote_share"] = summary["vote_share"]["mean"]
+        metrics = {f"eval_pass@{k}": v for k, v in zip(summary["ks"], summary["pass_at_k"]["mean"], strict=True)}
+        metrics[f"eval_maj@{summary['num_samples']}"] = summary["maj_at_k"]["mean"][-1]
+        metrics["eval_vote_share"] = summary["vote_share"]["mean"]
         if summary["distinct_correct_clusters"] is not None:
-            metrics["eval/distinct_correct_clusters"] = summary["distinct_correct_clusters"]["mean"]
+            metrics["eval_distinct_correct_clusters"] = summary["distinct_correct_clusters"]["mean"]
         logger.info(
             "step %d: held-out pass@1 %.3f, pass@%d %.3f, distinct correct clusters %s (%d problems, %.1fs)",
             self.trainer.state.global_step,
-            metrics["eval/pass@1"],
+            metrics["eval_pass@1"],
             summary["num_samples"],
             summary["pass_at_k"]["mean"][-1],
-            f"{metrics['eval/distinct_correct_clusters']:.2f}" if "eval/distinct_correct_clusters" in metrics else "-",
+            f"{metrics['eval_distinct_correct_clusters']:.2f}" if "eval_distinct_correct_clusters" in metrics else "-",
             len(self.rows),
             time.perf_counter() - start,
         )
@@ -121,8 +122,22 @@ class PassAtKCallback(TrainerCallback):
 
     def on_train_begin(self, args, state, control, **kwargs):
         if self.on_start and state.global_step == 0:
-            self.trainer.log(self.evaluate())
+            log_beside_training(self.trainer, self.evaluate())
 
     def on_step_end(self, args, state, control, **kwargs):
         if state.global_step % self.eval_steps == 0 or state.global_step == state.max_steps:
-            self.trainer.log(self.evaluate())
+            log_beside_training(self.trainer, self.evaluate())
+
+
+def log_beside_training(trainer: Any, metrics: dict[str, float]) -> None:
+    """``metrics`` into ``trainer``'s log history and its loggers (wandb, trackio, ...) through transformers'
+    ``Trainer.log``, not through the trainer's own: ``GRPOTrainer.log`` folds in the training metrics it gathered
+    since the last logging step, and clears them, so an evaluation between two logging steps would take them off the
+    training line (``tests/test_evaluation.py`` checks that GRPOTrainer still does, and that the training lines keep
+    them). A log clears the step's ``should_log``, which would drop the training line of a step that is both a
+    logging and an evaluation step: it is set back."""
+    from transformers import Trainer
+
+    should_log = trainer.control.should_log
+    Trainer.log(trainer, metrics)
+    trainer.control.should_log = should_log

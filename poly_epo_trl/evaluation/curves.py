@@ -2,8 +2,9 @@
 
 Panels (those the runs logged): reward, distinct and distinct-correct clusters per group, set score, the judge's
 fallback fraction, an agent's tool calls per episode, and held-out pass@k over steps (the in-training evaluation's
-``eval/pass@k``): a line per k for one run, a panel per k to compare runs. Several runs of one method (seeds) are
-drawn thin with their mean thick, as the demo's figures are (``plots.draw_training``); rates are drawn on [0, 1]."""
+``eval_pass@k``; ``eval/pass@k`` in older runs' logs, read as the same): a line per k for one run, a panel per k to
+compare runs. Several runs of one method (seeds) are drawn thin with their mean thick, as the demo's figures are
+(``plots.draw_training``); rates are drawn on [0, 1]."""
 
 from __future__ import annotations
 
@@ -27,7 +28,8 @@ PANELS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("tool calls per episode", ("tools/call_frequency",)),  # agents: TRL's count of calls over rollouts
 )
 LINESTYLES = ("-", "--", ":", "-.")
-PASS_AT_K = re.compile(r"^eval/pass@(\d+)$")
+PASS_AT_K = re.compile(r"^eval_pass@(\d+)$")
+OLDER_EVAL_KEY = re.compile(r"^eval/(pass@\d+|maj@\d+|vote_share|distinct_correct_clusters)$")  # before eval_
 Curve = list[tuple[int, float]]
 
 
@@ -61,7 +63,8 @@ def log_history(run_dir: str | Path) -> list[dict[str, Any]]:
     candidates = [run_dir / STATE, *reversed(checkpoints)]
     for path in candidates:
         if path.exists():
-            return json.loads(path.read_text())["log_history"]
+            history = json.loads(path.read_text())["log_history"]
+            return [{OLDER_EVAL_KEY.sub(r"eval_\1", key): value for key, value in log.items()} for log in history]
     raise FileNotFoundError(f"{run_dir}: no {STATE} there or in a checkpoint-*/ folder (is it a training output_dir?)")
 
 
@@ -71,7 +74,7 @@ def curve(history: list[dict[str, Any]], key: str) -> Curve:
     return sorted(points.items())
 
 
-RATES = ("judge/fallback_frac", "eval/pass@")  # keys (or their starts) of rates, drawn on [0, 1]
+RATES = ("judge/fallback_frac", "eval_pass@")  # keys (or their starts) of rates, drawn on [0, 1]
 
 
 def panels_of(histories: list[list[dict[str, Any]]], one_run: bool = True) -> list[tuple[str, list[str]]]:
@@ -81,9 +84,9 @@ def panels_of(histories: list[list[dict[str, Any]]], one_run: bool = True) -> li
     out = [(title, [k for k in wanted if k in keys]) for title, wanted in PANELS]
     ks = sorted(int(m.group(1)) for key in keys if (m := PASS_AT_K.match(key)))
     if one_run:
-        out.append(("held-out pass@k", [f"eval/pass@{k}" for k in ks]))
+        out.append(("held-out pass@k", [f"eval_pass@{k}" for k in ks]))
     else:
-        out += [(f"held-out pass@{k}", [f"eval/pass@{k}"]) for k in ks]
+        out += [(f"held-out pass@{k}", [f"eval_pass@{k}"]) for k in ks]
     return [(title, names) for title, names in out if names]
 
 
@@ -94,7 +97,7 @@ def curves_figure(runs: dict[str, list[list[dict[str, Any]]]], columns: int = 3)
     histories = [h for group in runs.values() for h in group]
     panels = panels_of(histories, one_run=len(runs) == 1)
     if not panels:
-        raise ValueError("none of the runs logged a metric to plot (reward, poly_epo/*, judge/*, eval/pass@k)")
+        raise ValueError("none of the runs logged a metric to plot (reward, poly_epo/*, judge/*, eval_pass@k)")
     run_colors = {name: f"C{i}" for i, name in enumerate(runs)}
     rows = -(-len(panels) // columns)
     from matplotlib.figure import Figure
@@ -106,7 +109,7 @@ def curves_figure(runs: dict[str, list[list[dict[str, Any]]]], columns: int = 3)
         colors, styles = {}, {}
         for name, group in runs.items():
             for j, key in enumerate(keys):
-                metric = key.split("/")[-1].replace("_", " ")
+                metric = key.split("/")[-1].removeprefix("eval_").replace("_", " ")
                 label = name if len(keys) == 1 else (metric if len(runs) == 1 else f"{name}: {metric}")
                 found = [c for c in (curve(h, key) for h in group) if c]
                 if found:
