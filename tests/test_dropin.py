@@ -604,3 +604,14 @@ def test_a_column_a_reward_reads_that_some_rows_leave_empty_is_refused_with_the_
         PolyEPOTrainer(
             model=str(chat_model), reward_funcs=accuracy_reward, args=args, train_dataset=Dataset.from_list(rows)
         )
+
+
+def test_a_prompt_far_past_the_models_context_stops_the_trainer_before_it_loads(chat_model, tmp_path):
+    from datasets import Dataset
+
+    rows = Dataset.from_list([{"prompt": [{"role": "user", "content": "x " * 200_000}], "solution": "2"}])
+    args = GRPOConfig(output_dir=str(tmp_path / "py"), **{**GRPO_SMALL, "num_generations": 4})
+    with pytest.raises(
+        ValueError, match=r"1 prompt is far longer than the model's context: row 0 \(counting from 0\)"
+    ):
+        PolyEPOTrainer(model=str(chat_model), reward_funcs=sum_pair_reward, args=args, train_dataset=rows)

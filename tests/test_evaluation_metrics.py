@@ -3,6 +3,7 @@ from itertools import combinations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from records import records
 
 from poly_epo_trl.evaluation.metrics import answer_diversity, majority_vote, pass_at_k, powers_of_two_up_to
 
@@ -85,15 +86,6 @@ def test_adjusted_rand_index_equals_scikit_learn(data):
     assert adjusted_rand_index(a, b) == pytest.approx(adjusted_rand_score(a, b), abs=1e-12)
     assert adjusted_rand_index(a, a) == 1.0
     assert adjusted_rand_index([1, 1, 2, 2], [7, 7, 3, 3]) == 1.0  # the ids' names do not matter
-
-
-def records(correct: list[int], distinct: list[float], n: int = 8) -> list[dict]:
-    """One evaluation's per-problem records: each problem's correct samples of ``n`` and its distinct correct
-    answers."""
-    return [
-        {"prompt": f"p{i}", "num_samples": n, "num_correct": c, "distinct_correct_clusters": d}
-        for i, (c, d) in enumerate(zip(correct, distinct, strict=True))
-    ]
 
 
 def test_one_model_scored_once_per_sampling_seed_is_pooled_as_one_run():

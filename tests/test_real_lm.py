@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from records import records
 from transformers import AutoTokenizer, Qwen3Config, Qwen3ForCausalLM
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,38 +38,29 @@ def benchmark():
     return module
 
 
-def final(correct: list[int], distinct: list[float], n: int = 8) -> list[dict]:
-    """One evaluation's per-prompt records: each prompt's correct samples of ``n`` and its distinct correct
-    answers."""
-    return [
-        {"prompt": f"p{i}", "num_samples": n, "num_correct": c, "distinct_correct_clusters": d}
-        for i, (c, d) in enumerate(zip(correct, distinct, strict=True))
-    ]
-
-
 def test_the_targets_are_met_only_when_their_paired_interval_clears_the_bound():
     """Each target is decided by a paired interval (3 seeds x 12 prompts here), never by point means: a clear loss
     of coverage meets (a); a tie at full coverage keeps (b) but cannot show (a); a distinct ratio of exactly 1.5 is
     on the bound, not clear of it; a pass@1 exactly 5 points below is not clear of -0.05 either."""
     targets = benchmark().targets
     prompts = 12
-    start = final([4] * prompts, [2.0] * prompts)
+    start = records([4] * prompts, [2.0] * prompts)
     # (a): GRPO answers half the prompts never (pass@4 0) where the start answers them; Poly-EPO keeps all of them
-    grpo = [final([0] * 6 + [8] * 6, [1.0] * prompts) for _ in range(3)]
-    poly = [final([4] * prompts, [3.0 + 0.1 * s] * prompts) for s in range(3)]
+    grpo = [records([0] * 6 + [8] * 6, [1.0] * prompts) for _ in range(3)]
+    poly = [records([4] * prompts, [3.0 + 0.1 * s] * prompts) for s in range(3)]
     met = targets({"grpo": grpo, "poly_epo": poly}, start, 4)
     assert met["grpo_below_start"]["met"] and met["poly_epo_keeps_coverage"]["met"] and met["distinct_ratio"]["met"]
     assert met["grpo_below_start"]["grpo_minus_start"]["high"] < 0
     # every model covers every prompt: (a) cannot be shown, (b) holds (Poly-EPO - start is exactly 0 > -0.05)
-    full = [final([8] * prompts, [2.0] * prompts) for _ in range(3)]
-    ties = targets({"grpo": full, "poly_epo": full}, final([8] * prompts, [2.0] * prompts), 4)
+    full = [records([8] * prompts, [2.0] * prompts) for _ in range(3)]
+    ties = targets({"grpo": full, "poly_epo": full}, records([8] * prompts, [2.0] * prompts), 4)
     assert not ties["grpo_below_start"]["met"] and ties["poly_epo_keeps_coverage"]["met"]
     # distinct answers exactly 1.5x GRPO's on every prompt and seed: on the bound, not clear of it
-    on_bound = [final([8] * prompts, [3.0] * prompts) for _ in range(3)]
+    on_bound = [records([8] * prompts, [3.0] * prompts) for _ in range(3)]
     ratio = targets({"grpo": full, "poly_epo": on_bound}, start, 4)["distinct_ratio"]
     assert ratio["ratio"] == 1.5 and not ratio["met"]
     # pass@1 spread around exactly 5 points below GRPO's: the interval reaches below -0.05
-    lower = [final([c - 1 if i % 2 else c for i, c in enumerate([8] * prompts)], [3.0] * prompts) for _ in range(3)]
+    lower = [records([c - 1 if i % 2 else c for i, c in enumerate([8] * prompts)], [3.0] * prompts) for _ in range(3)]
     gap = targets({"grpo": full, "poly_epo": lower}, start, 4)["pass_at_1"]
     assert gap["poly_epo_minus_grpo"]["mean"] == pytest.approx(-1 / 16) and not gap["met"]
 

@@ -20,13 +20,12 @@ from ..data import (
     DatasetArguments,
     conversational,
     drop_long_prompts,
+    far_past_context,
     format_dataset,
     mixture_columns,
     problem_fingerprints,
-    prompt_chars,
     prompt_format,
     refuse_training_rows,
-    widest_token,
 )
 from ..environments import AgentArguments, agent_parts, agent_tools, check_environment_column, check_tool_template
 from ..evaluation.callback import PassAtKCallback
@@ -37,7 +36,6 @@ from ..judges import JudgePipeline
 from ..judges.prompts import describe_tools
 from ..methods import get_method
 from ..models import check_model_path, check_model_settings
-from ..models.checks import model_config
 from ..recipe import RecipeError, refuse
 from ..rewards import OPEN_R1_CODE, CodeRewardSettings
 from ..rewards.checks import empty_cell_refusal, empty_cells, missing_columns, text_prompt_refusals
@@ -224,30 +222,6 @@ def check_chat_template(tokenizer: Any, model: str | None) -> None:
         )
 
 
-def check_prompt_sizes(dataset: Any, model: str, revision: str | None, chat_template: str | None) -> None:
-    """RecipeError for prompts that cannot fit the model's context whatever the tokenizer makes of them: more
-    characters than the context's tokens times the widest token's characters (the model's config and tokenizer read
-    from disk; a model not on disk is not checked). TRL would tokenize them whole and generate over them, for minutes
-    or until memory runs out, before the first step."""
-    config = model_config(model, revision)
-    context = getattr(config.get_text_config() if config is not None else None, "max_position_embeddings", None)
-    if not context:
-        return
-    lengths = [prompt_chars(prompt) for prompt in dataset["prompt"]]
-    if max(lengths, default=0) <= context:
-        return
-    widest = widest_token(load_tokenizer(model, revision, "the prompts' sizes", chat_template))
-    over = [(row, chars) for row, chars in enumerate(lengths) if chars > context * widest]
-    if over:
-        row, chars = over[0]
-        refuse(
-            f"{len(over)} prompt{'s are' if len(over) > 1 else ' is'} far longer than the model's context: row {row} "
-            f"(counting from 0) has {chars} characters, at least {chars // widest} tokens (its tokenizer's widest "
-            f"token has {widest} characters), over max_position_embeddings={context}. Shorten or drop "
-            f"{'them' if len(over) > 1 else 'it'}, or set max_prompt_tokens to drop every prompt past that length."
-        )
-
-
 def check_quantization(model_args: ModelConfig) -> None:
     """RecipeError for a quantized load without bitsandbytes (ModelConfig refuses 4- and 8-bit together)."""
     wanted = "load_in_4bit" if model_args.load_in_4bit else "load_in_8bit" if model_args.load_in_8bit else None
@@ -319,10 +293,12 @@ def assemble_training(
         refuse(refusal)
     for empty in empty_cells(rewards, dataset):
         refuse(empty_cell_refusal(*empty))
-    if not model_args.model_name_or_path.startswith(BUILTIN_PREFIX):
-        check_prompt_sizes(
-            dataset, model_args.model_name_or_path, model_args.model_revision, script_args.chat_template
-        )
+    name, revision, template = model_args.model_name_or_path, model_args.model_revision, script_args.chat_template
+    if not name.startswith(BUILTIN_PREFIX):
+        tokenizer_of = lambda: load_tokenizer(name, revision, "the prompts' sizes", template)  # noqa: E731
+        far = far_past_context(dataset["prompt"], name, revision, tokenizer_of)
+        if far:
+            refuse(far)
     if isinstance(dataset[0]["prompt"], list) and is_local_model(model_args.model_name_or_path):
         tokenizer = tokenizer or load_tokenizer(
             model_args.model_name_or_path,

@@ -4,12 +4,13 @@ format), or TRL's ``prompt`` column used as it is."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from datasets import Dataset
 
+from ..models.checks import model_config
 from ..recipe import RecipeError, refuse
 from .loading import MATH_INSTRUCTION, DatasetArguments
 from .rows import checked_prompts
@@ -195,6 +196,33 @@ def widest_token(tokenizer: Any) -> int:
     """The most characters one token of ``tokenizer`` stands for (its longest vocabulary entry): a text of more than
     ``n`` times this many characters is more than ``n`` tokens."""
     return max(map(len, tokenizer.get_vocab()), default=1)
+
+
+def far_past_context(
+    prompts: Sequence[Any], model: str, revision: str | None, tokenizer: Callable[[], Any]
+) -> str | None:
+    """A refusal for prompts that cannot fit the model's context whatever the tokenizer makes of them: more
+    characters than the context's tokens times the widest token's characters (the model's config read from disk,
+    ``tokenizer`` loading its tokenizer only when a prompt is longer than the context in characters; a model not on
+    disk is not checked). TRL would tokenize them whole and generate over them, for minutes or until memory runs out,
+    before the first step. None when every prompt may fit."""
+    config = model_config(model, revision)
+    context = getattr(config.get_text_config() if config is not None else None, "max_position_embeddings", None)
+    lengths = [prompt_chars(prompt) for prompt in prompts] if context else []
+    if max(lengths, default=0) <= (context or 0):
+        return None
+    widest = widest_token(tokenizer())
+    over = [(row, chars) for row, chars in enumerate(lengths) if chars > context * widest]
+    if not over:
+        return None
+    row, chars = over[0]
+    them = "them" if len(over) > 1 else "it"
+    return (
+        f"{len(over)} prompt{'s are' if len(over) > 1 else ' is'} far longer than the model's context: row {row} "
+        f"(counting from 0) has {chars} characters, at least {chars // widest} tokens (its tokenizer's widest token "
+        f"has {widest} characters), over max_position_embeddings={context}. Shorten or drop {them}, or set "
+        "max_prompt_tokens to drop every prompt past that length."
+    )
 
 
 def drop_long_prompts(dataset: Dataset, tokenizer: Any, max_tokens: int) -> tuple[Dataset, int]:

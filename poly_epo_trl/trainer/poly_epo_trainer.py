@@ -27,9 +27,11 @@ from typing import Any, ClassVar
 
 import torch
 from torch import nn
+from transformers import AutoTokenizer
 from transformers.trainer_utils import get_last_checkpoint
 from trl import GRPOTrainer
 
+from ..data import far_past_context
 from ..environments import agent_tools
 from ..judges import JudgePipeline
 from ..judges.prompts import describe_tools
@@ -157,6 +159,14 @@ class PolyEPOTrainer(GRPOTrainer):
         if arguments.get("train_dataset") is None:
             return
         arguments["train_dataset"] = checked_dataset(arguments["train_dataset"])
+        dataset, model = arguments["train_dataset"], arguments.get("model")
+        if isinstance(model, str) and "prompt" in (getattr(dataset, "column_names", None) or []):
+            given = arguments.get("processing_class")
+            far = far_past_context(
+                dataset["prompt"], model, None, lambda: given or AutoTokenizer.from_pretrained(model)
+            )
+            if far:
+                raise ValueError(far[0].upper() + far[1:])
         if arguments.get("reward_funcs") is not None and arguments.get("rollout_func") is None:
             check_reward_columns(arguments["reward_funcs"], arguments["train_dataset"])
 
