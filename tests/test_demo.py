@@ -29,7 +29,7 @@ def test_fast_demo_produces_table_json_and_plot(tmp_path, capsys):
     assert report["summary"]["warm start"]["interval"].endswith("1 seed (no seed spread in it)")
     last = printed.strip().splitlines()[-3:]  # the console ends with the numbers that matter and the figure
     assert last[0].startswith("pass@4 (problems solved within 4 tries): warm start ")
-    assert last[1].startswith("Poly-EPO / GRPO distinct correct strategies:")
+    assert last[1].startswith("Poly-EPO - GRPO, paired on problems and seeds (mean [95% interval]): distinct")
     assert last[2].startswith(f"figure: {out / 'demo.png'}")
     saved = json.loads((out / "results.json").read_text())
     assert saved["summary"].keys() == {"warm start", "GRPO (Dr.GRPO)", "GRPO+DIV", "Poly-EPO"}
@@ -43,6 +43,9 @@ def test_fast_demo_produces_table_json_and_plot(tmp_path, capsys):
         assert (out / "runs" / f"{method}-seed0" / "model.safetensors").is_file()
         assert (out / "runs" / f"{method}-seed0" / "training_problems.json").is_file()
     assert report["distinct_ratio_poly_epo_vs_grpo"] == saved["distinct_ratio_poly_epo_vs_grpo"]
+    paired = saved["poly_epo_minus_grpo"]["pass@1"]  # the pass@1 gap of the means, with its paired interval
+    assert paired["low"] <= paired["mean"] <= paired["high"]
+    assert 100 * paired["mean"] == pytest.approx(saved["pass_at_1_gap_points"])
     with Image.open(out / "demo.png") as image:
         assert image.size[0] > 500 and image.size[1] > 300
         assert len(set(image.convert("L").getdata())) > 10  # drawn, not blank

@@ -24,7 +24,7 @@ from poly_epo_trl.assembly import assemble_training, held_out_summary, quiet_log
 from poly_epo_trl.commands import train
 from poly_epo_trl.constants import BUILTIN_PREFIX
 from poly_epo_trl.evaluation.plots import training_figure
-from poly_epo_trl.evaluation.report import across_seeds, format_table
+from poly_epo_trl.evaluation.report import across_seeds, format_interval, format_table, records_difference
 from poly_epo_trl.tasks import TASKS
 
 METHODS = ("grpo", "grpo_div", "poly_epo")
@@ -100,7 +100,7 @@ def run_demo(s: DemoSettings, out: Path) -> dict[str, Any]:
     finals = {"warm": list(warm.values())} | {m: [run["final"] for run in runs[m].values()] for m in s.methods}
     summary = {LABELS[m]: across_seeds(values) for m, values in finals.items()}
     report = {"settings": asdict(s), "warm_start": warm, "summary": summary, "runs": runs}
-    report.update(poly_epo_vs_grpo(summary))
+    report.update(poly_epo_vs_grpo(summary, finals))
     report["seconds"] = time.perf_counter() - start
     (out / "results.json").write_text(json.dumps(report, indent=2))
     curves = {
@@ -119,30 +119,36 @@ def run_demo(s: DemoSettings, out: Path) -> dict[str, Any]:
     return report
 
 
-def poly_epo_vs_grpo(summary: dict[str, Any]) -> dict[str, float]:
-    """Poly-EPO against GRPO on the means: the ratio of distinct correct clusters and the pass@1 difference in
-    points; empty unless both methods ran."""
-    if LABELS["grpo"] not in summary or LABELS["poly_epo"] not in summary:
+def poly_epo_vs_grpo(summary: dict[str, Any], finals: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """Poly-EPO against GRPO: the ratio of the mean distinct correct clusters, the pass@1 difference of the means in
+    points, and both differences with their 95% intervals, paired on problems and seeds
+    (``report.records_difference``); empty unless both methods ran."""
+    if "grpo" not in finals or "poly_epo" not in finals:
         return {}
     grpo, poly = summary[LABELS["grpo"]], summary[LABELS["poly_epo"]]
     distinct = [x["distinct_correct_clusters"]["mean"] for x in (poly, grpo)]
+    runs = {m: [final["problems"] for final in finals[m]] for m in ("poly_epo", "grpo")}
     return {
         "distinct_ratio_poly_epo_vs_grpo": distinct[0] / max(distinct[1], 1e-9),
         "pass_at_1_gap_points": 100 * (poly["pass_at_k"]["mean"][0] - grpo["pass_at_k"]["mean"][0]),
+        "poly_epo_minus_grpo": records_difference(runs["poly_epo"], runs["grpo"], [1]),
     }
 
 
 def headline(summary: dict[str, Any], report: dict[str, Any]) -> list[str]:
     """The numbers that matter: pass@k at the largest k for the warm start and each method, and Poly-EPO against
-    GRPO in distinct correct strategies and pass@1."""
+    GRPO in distinct correct strategies and pass@1, each difference with its paired interval."""
     n = summary[LABELS["warm"]]["num_samples"]
     at_n = ", ".join(f"{label} {stats['pass_at_k']['mean'][-1]:.3f}" for label, stats in summary.items())
     lines = [f"pass@{n} (problems solved within {n} tries): {at_n}"]
     if "distinct_ratio_poly_epo_vs_grpo" in report:
-        lines.append(
-            f"Poly-EPO / GRPO distinct correct strategies: {report['distinct_ratio_poly_epo_vs_grpo']:.2f}x; "
-            f"pass@1 difference {report['pass_at_1_gap_points']:+.1f} points"
-        )
+        paired = report["poly_epo_minus_grpo"]
+        points = {key: 100 * paired["pass@1"][key] for key in ("mean", "low", "high")}
+        lines += [
+            f"Poly-EPO - GRPO, paired on problems and seeds (mean [95% interval]): distinct correct strategies "
+            f"{format_interval(paired['distinct correct'], 2)} (ratio of the means "
+            f"{report['distinct_ratio_poly_epo_vs_grpo']:.2f}x); pass@1 {format_interval(points, 1)} points"
+        ]
     return lines
 
 
