@@ -96,6 +96,11 @@ def resolve_settings(
     return Resolved(settings, sources)
 
 
-def shown_settings(method: Method) -> tuple[str, ...]:
-    """The settings a run's start-up line names beside the method and the judge: its sizes that fit the group."""
-    return tuple(spec.name for spec in method.setting_fields() if spec.metadata.get(FITS_GROUP))
+def shown_settings(method: Method, run_settings: tuple[type, ...] = ()) -> tuple[str, ...]:
+    """The settings a run's start-up line names beside the method and the judge: its sizes that fit the group; for a
+    plain function, which reads the run's settings, those of ``run_settings`` (the classes every config carries)."""
+    if method.settings is None and method.uses is None:
+        specs = [spec for cls in run_settings for spec in fields(cls)]
+    else:
+        specs = list(method.setting_fields())
+    return tuple(spec.name for spec in specs if spec.metadata.get(FITS_GROUP))

@@ -15,7 +15,7 @@ from ..advantages import DEGENERATE_CLUSTER_ID, SCALINGS
 from ..judges.settings import USE_FIELD, JudgeSettings
 from ..judges.specs import JudgeSpec
 from ..methods import METHODS, DiversitySettings, Method, SetSettings, setting_owners
-from ..methods.settings import FITS_GROUP, default_of, default_value
+from ..methods.settings import default_of, default_value
 from ..recipe import check_field_types
 from .door import check_grpo_settings
 
@@ -292,12 +292,6 @@ def method_field_names() -> tuple[str, ...]:
     """The built-in methods' settings that every config carries (``BUILTIN_SETTINGS``): one the run's method does
     not read is said to be unused, never refused, so a recipe's method switches with its ``trainer:`` alone."""
     return tuple(spec.name for spec in fields(BuiltinMethodFields))
-
-
-def shown_run_settings() -> tuple[str, ...]:
-    """The built-in methods' sizes that fit the group, as a start-up line names them for a method that reads the
-    run's settings (a plain function)."""
-    return tuple(spec.name for cls in BUILTIN_SETTINGS for spec in fields(cls) if spec.metadata.get(FITS_GROUP))
 
 
 def own_settings(method: Method) -> frozenset[str]:

@@ -40,11 +40,11 @@ from ..models import check_model_settings
 from ..rewards.checks import checked_reward
 from . import step as steps
 from .config import (
+    BUILTIN_SETTINGS,
     method_values,
     own_settings,
     settings_names,
     settings_owned_elsewhere,
-    shown_run_settings,
     start_line,
     trainer_config,
 )
@@ -212,13 +212,15 @@ class PolyEPOTrainer(GRPOTrainer):
                 chosen["judge"] = (judge if isinstance(judge, str) else name, routes["judge"])
             else:  # a spec, or the pipeline a recipe's command built from it
                 chosen["judge"] = (self.settings.judge, routes["judge"])
-        if self.method.settings is not None:
-            for key in shown_settings(self.method):
+        for key in shown_settings(self.method, BUILTIN_SETTINGS):
+            if self.method.settings is not None:
                 chosen[key] = (getattr(self.method_settings, key), self.resolved.sources[key])
-        elif self.method.uses is None:  # a plain function reads the run's settings
-            for key in shown_run_settings():
-                source = routes.get(key) if key in self.settings.given_settings else self.settings.setting_sources[key]
-                chosen[key] = (getattr(self.settings, key), source)
+            else:  # a plain function reads the run's settings
+                given = key in self.settings.given_settings
+                chosen[key] = (
+                    getattr(self.settings, key),
+                    routes.get(key) if given else self.settings.setting_sources[key],
+                )
         return chosen
 
     @classmethod

@@ -127,7 +127,7 @@ def poly_epo_vs_grpo(summary: dict[str, Any], finals: dict[str, list[dict[str, A
         return {}
     grpo, poly = summary[LABELS["grpo"]], summary[LABELS["poly_epo"]]
     distinct = [x["distinct_correct_clusters"]["mean"] for x in (poly, grpo)]
-    runs = {m: [final["problems"] for final in finals[m]] for m in ("poly_epo", "grpo")}
+    runs = {m: [final["problems"] for final in finals[m]] for m in finals}
     return {
         "distinct_ratio_poly_epo_vs_grpo": distinct[0] / max(distinct[1], 1e-9),
         "pass_at_1_gap_points": 100 * (poly["pass_at_k"]["mean"][0] - grpo["pass_at_k"]["mean"][0]),
