@@ -24,6 +24,7 @@ from poly_epo_trl import marginal_set_advantages
 from poly_epo_trl.commands.train import main
 from poly_epo_trl.judges import JudgeResult
 from poly_epo_trl.methods import (
+    FITS_GROUP,
     METHODS,
     DiversitySettings,
     Method,
@@ -85,6 +86,16 @@ def own_coef(batch, settings):
     return settings.diversity_coef * (batch.rewards - batch.rewards.nanmean(1, keepdim=True))
 
 
+@dataclass
+class Pool:
+    pool_size: int = field(default=4, metadata={"help": "Rollouts pooled per score.", FITS_GROUP: True})
+
+
+@advantage_method("pooled_size", settings=Pool, needs_judge=False)
+def pooled_size(batch, settings):
+    return batch.rewards - batch.rewards.nanmean(1, keepdim=True)
+
+
 def batch_of(rewards: list[list[float]], clusters: list[list[int]], mode: str = "train", texts=None) -> SetBatch:
     r = torch.tensor(rewards, dtype=torch.float64)
     c = torch.tensor(clusters)
@@ -132,7 +143,7 @@ def test_a_methods_own_setting_is_a_recipe_key_of_its_runs_only():
 
     script_args, training_args, _ = parse([*TINY, "--trainer", "clustered_power", "--power", "2.5"])
     assert script_args.method_settings == {"power": 2.5} and not hasattr(training_args, "power")
-    assert parse([*TINY, "--trainer", "clustered_power"])[0].method_settings == {"power": 1.0}
+    assert parse([*TINY, "--trainer", "clustered_power"])[0].method_settings == {}  # unset: the method's default
     with pytest.raises(
         RecipeError, match=r"'power' \(a setting of method 'clustered_power'; this recipe's trainer is"
     ):
@@ -376,3 +387,24 @@ def test_the_novelty_bonus_resumes_exactly_after_kill_9(tmp_path):
     state = torch.load(next((tmp_path / "killed").glob("checkpoint-*/resume_state_rank0.pt")), weights_only=False)
     assert state["method_state"]["counts"]
     assert max_difference(tmp_path / "reference" / "model.safetensors", tmp_path / "killed" / "model.safetensors") == 0
+
+
+def test_a_methods_own_size_left_unset_is_fitted_to_the_group_by_every_route(tmp_path):
+    """A user's method with a size that must fit the group (``FITS_GROUP``, default 4) and groups of 4: the recipe,
+    which does not set it, and the trainer, given no keyword, both fit it to 3 and say so; a recipe that sets 4 is
+    refused, naming the key. Defaults come from the resolver alone, whatever the route."""
+    from poly_epo_trl.commands.train import method_settings, parse
+
+    argv = [*TINY, "--trainer", "pooled_size", "--num_generations", "4", "--per_device_train_batch_size", "8"]
+    script_args, training_args, _ = parse(argv)
+    assert script_args.method_settings == {}
+    assert method_settings(get_method("pooled_size"), {}, training_args) == Pool(3)
+    with pytest.raises(RecipeError, match=r"pool_size=4 with num_generations=4"):
+        parse([*argv, "--pool_size", "4"])
+    model = str(save_tiny_model(tmp_path / "model"))
+    reward = lambda completions, **k: [0.0] * len(completions)  # noqa: E731
+    config = PolyEPOConfig(output_dir=str(tmp_path / "out"), use_cpu=True, report_to="none", num_generations=4)
+    trainer = PolyEPOTrainer(
+        model=model, reward_funcs=reward, args=config, train_dataset=toy_dataset(), method="pooled_size"
+    )
+    assert trainer.method_settings == Pool(3) and "pool_size 3 (fitted" in trainer.start_line

@@ -39,6 +39,7 @@ from poly_epo_trl.commands.launch import launch, launches
 from poly_epo_trl.data import save_training_problems
 from poly_epo_trl.evaluation.curves import FIGURE, plot_runs
 from poly_epo_trl.methods import Method, get_method, resolve_settings
+from poly_epo_trl.methods.settings import default_of
 from poly_epo_trl.models import resolve_model
 from poly_epo_trl.recipe import RecipeError, one_pass, parse_recipe, recipe_value
 from poly_epo_trl.tasks import task_defaults
@@ -85,7 +86,7 @@ def parse(argv: list[str] | None = None) -> tuple[ScriptArguments, PolyEPOConfig
     script_args, training_args, model_args, *method_args = parse_recipe(
         (*classes, *([own] if own else [])), argv, defaults, elsewhere
     )
-    values = asdict(method_args[0]) if method_args else {}
+    values = {k: v for k, v in asdict(method_args[0]).items() if v is not None} if method_args else {}
     try:
         method_settings(method, values, training_args)  # its own check, before anything loads
     except (TypeError, ValueError) as error:
@@ -103,7 +104,10 @@ def method_settings(method: Method, own: dict[str, Any], training_args: PolyEPOC
 
 def method_recipe_class(method: Method, classes: tuple[type, ...]) -> type | None:
     """The recipe keys ``method`` owns beyond ``classes``' fields, as a dataclass ``TrlParser`` reads (None when it
-    owns none)."""
+    owns none): each optional and unset by default, so that only what the recipe sets reaches the resolver, which
+    gives every other field the method's own default (fitted to the group where a size), as for a trainer keyword.
+    TrlParser takes dataclasses only, and the method's own one cannot be given whole: fields the configs already
+    have (``set_size``) would be two arguments of one name."""
     taken = {f.name for cls in classes for f in fields(cls)}
     own = [f for f in method.setting_fields() if f.name not in taken]
     if not own:
@@ -111,17 +115,14 @@ def method_recipe_class(method: Method, classes: tuple[type, ...]) -> type | Non
     hints = typing.get_type_hints(method.settings)
     return make_dataclass(
         f"{method.settings.__name__}Keys",
-        [
-            (f.name, hints[f.name], field(default=f.default, default_factory=f.default_factory, metadata=help_of(f)))
-            for f in own
-        ],
+        [(f.name, hints[f.name] | None, field(default=None, metadata=help_of(f))) for f in own],
     )
 
 
 def help_of(spec: Any) -> dict[str, Any]:
-    """A field's metadata as TRL's parser passes it to argparse: its help (a marker such as ``FITS_GROUP`` is the
-    resolver's, not an argument of ``add_argument``)."""
-    return {key: value for key, value in spec.metadata.items() if key == "help"}
+    """A field's help as TRL's parser passes it to argparse, with the method's own default (a marker such as
+    ``FITS_GROUP`` is the resolver's, not an argument of ``add_argument``)."""
+    return {"help": f"{spec.metadata.get('help', '')} Left unset: the method's own default ({default_of(spec)!r})."}
 
 
 def main(argv: list[str] | None = None) -> Any:
