@@ -615,3 +615,15 @@ def test_a_prompt_far_past_the_models_context_stops_the_trainer_before_it_loads(
         ValueError, match=r"1 prompt is far longer than the model's context: row 0 \(counting from 0\)"
     ):
         PolyEPOTrainer(model=str(chat_model), reward_funcs=sum_pair_reward, args=args, train_dataset=rows)
+
+
+def test_a_streamed_dataset_passes_the_door_unread(chat_model, tmp_path):
+    """An IterableDataset (a stream, which GRPOTrainer takes) is not read ahead by the door's row checks: the trainer
+    is built, as GRPOTrainer builds it."""
+    from datasets import Dataset
+
+    rows = Dataset.from_list([{"prompt": f"{i}+{i}=", "solution": str(2 * i)} for i in range(8)]).to_iterable_dataset()
+    settings = {**GRPO_SMALL, "num_generations": 4, "accelerator_config": {"dispatch_batches": False}}
+    args = GRPOConfig(output_dir=str(tmp_path / "py"), **settings)
+    trainer = PolyEPOTrainer(model=str(chat_model), reward_funcs=sum_pair_reward, args=args, train_dataset=rows)
+    assert trainer.train_dataset is rows

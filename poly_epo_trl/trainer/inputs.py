@@ -9,6 +9,7 @@ import inspect
 from dataclasses import fields
 from typing import Any
 
+from datasets import Dataset
 from trl import GRPOConfig, GRPOTrainer
 
 from ..data.rows import checked_prompts
@@ -63,16 +64,18 @@ def checked_dataset(dataset: Any, what: str = "train_dataset") -> Any:
 
 
 def check_reward_columns(rewards: Any, dataset: Any, what: str = "train_dataset") -> None:
-    """ValueError for a reward that reads a column the training rows lack (``rewards.checks.missing_columns``)."""
+    """ValueError for a reward that reads a column the training rows lack (``rewards.checks.missing_columns``); in
+    a table held in full (not a stream, which the door does not read ahead), for a reward that reads conversations
+    over text prompts and for a column a reward reads that some rows leave empty."""
     names = getattr(dataset, "column_names", None)
     if not names:
         return
     funcs = rewards if isinstance(rewards, list | tuple) else [rewards]
     funcs = [f for f in funcs if not isinstance(f, str)]
-    for refusal in text_prompt_refusals(funcs, dataset[0]["prompt"] if "prompt" in names and len(dataset) else None):
-        raise ValueError(refusal[0].upper() + refusal[1:])
-    for empty in empty_cells(funcs, dataset):
-        refusal = empty_cell_refusal(*empty)
+    held = isinstance(dataset, Dataset) and len(dataset) > 0
+    refusals = text_prompt_refusals(funcs, dataset[0]["prompt"] if held and "prompt" in names else None)
+    refusals += [empty_cell_refusal(*empty) for empty in (empty_cells(funcs, dataset) if held else [])]
+    for refusal in refusals:
         raise ValueError(refusal[0].upper() + refusal[1:])
     missing = missing_columns(funcs, names)
     if missing:

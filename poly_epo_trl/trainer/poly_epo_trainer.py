@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import torch
+from datasets import Dataset
 from torch import nn
 from transformers import AutoTokenizer
 from transformers.trainer_utils import get_last_checkpoint
@@ -160,7 +161,7 @@ class PolyEPOTrainer(GRPOTrainer):
             return
         arguments["train_dataset"] = checked_dataset(arguments["train_dataset"])
         dataset, model = arguments["train_dataset"], arguments.get("model")
-        if isinstance(model, str) and "prompt" in (getattr(dataset, "column_names", None) or []):
+        if isinstance(model, str) and isinstance(dataset, Dataset) and "prompt" in dataset.column_names:
             given = arguments.get("processing_class")
             far = far_past_context(
                 dataset["prompt"], model, None, lambda: given or AutoTokenizer.from_pretrained(model)
