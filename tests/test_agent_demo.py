@@ -73,7 +73,7 @@ def test_the_agent_example_end_to_end(tmp_path, capsys):
     assert "goldbach_agent: 15 held-out prompts, 4 samples each" in printed
     last = printed.strip().splitlines()[-3:]
     assert last[0].startswith("pass@4 (problems solved within 4 tries): warm start ")
-    assert last[1].startswith("Poly-EPO / GRPO distinct correct strategies:")
+    assert last[1].startswith("Poly-EPO - GRPO, paired on problems and seeds (mean [95% interval]): distinct")
     assert last[2].startswith(f"figure: {out / 'demo.png'}")
     saved = json.loads((out / "results.json").read_text())
     assert saved["summary"].keys() == {"warm start", "GRPO (Dr.GRPO)", "Poly-EPO"}
