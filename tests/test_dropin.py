@@ -541,6 +541,10 @@ def test_a_models_own_settings_it_cannot_take_stop_at_the_door_in_a_recipe_and_a
 
 
 def test_the_settings_a_model_takes_pass_the_door(chat_model, tmp_path):
+    from poly_epo_trl.models.checks import loading_arguments
+
+    # from_pretrained's own keywords, read from the installed transformers' source: fails once that reading breaks
+    assert {"dtype", "attn_implementation", "device_map", "quantization_config", "revision"} <= loading_arguments()
     data = conversational_math(tmp_path / "data", QUESTIONS["a"])
     recipe = trl_recipe(
         chat_model, tmp_path / "out", dataset_name=str(data), judge="answer",

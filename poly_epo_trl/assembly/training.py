@@ -256,15 +256,17 @@ def assemble_training(
             )
     table = load_rows(script_args, script_args.dataset_train_split)
     agent, keep = agent_parts(script_args, conversational(table, script_args), table, rewards)
-    tokenizer = None
+    name, revision, template = model_args.model_name_or_path, model_args.model_revision, script_args.chat_template
+    loaded: dict[str, Any] = {}
+
+    def tokenizer(needed_by: str) -> Any:
+        """The policy's tokenizer (with the recipe's chat template), loaded once for every check that reads it."""
+        if "tokenizer" not in loaded:
+            loaded["tokenizer"] = load_tokenizer(name, revision, needed_by, template)
+        return loaded["tokenizer"]
+
     if agent:
-        tokenizer = load_tokenizer(
-            model_args.model_name_or_path,
-            model_args.model_revision,
-            "environment_factory and tools",
-            script_args.chat_template,
-        )
-        check_tool_template(tokenizer)
+        check_tool_template(tokenizer("environment_factory and tools"))
     trained = problem_fingerprints(table, script_args, script_args.max_train_samples)
     dataset = format_dataset(table, script_args, script_args.max_train_samples, keep=keep)
     said = prompt_format(script_args, table.column_names)
@@ -276,10 +278,7 @@ def assemble_training(
             said.instruction,
         )
     if script_args.max_prompt_tokens is not None and len(dataset):
-        tokenizer = tokenizer or load_tokenizer(
-            model_args.model_name_or_path, model_args.model_revision, chat_template=script_args.chat_template
-        )
-        dataset, dropped = drop_long_prompts(dataset, tokenizer, script_args.max_prompt_tokens)
+        dataset, dropped = drop_long_prompts(dataset, tokenizer("max_prompt_tokens"), script_args.max_prompt_tokens)
         logger.info("max_prompt_tokens=%d: dropped %d overlong prompts", script_args.max_prompt_tokens, dropped)
         if len(dataset) == 0:
             raise RecipeError(f"Every prompt is longer than max_prompt_tokens={script_args.max_prompt_tokens}.")
@@ -293,20 +292,12 @@ def assemble_training(
         refuse(refusal)
     for empty in empty_cells(rewards, dataset):
         refuse(empty_cell_refusal(*empty))
-    name, revision, template = model_args.model_name_or_path, model_args.model_revision, script_args.chat_template
     if not name.startswith(BUILTIN_PREFIX):
-        tokenizer_of = lambda: load_tokenizer(name, revision, "the prompts' sizes", template)  # noqa: E731
-        far = far_past_context(dataset["prompt"], name, revision, tokenizer_of)
+        far = far_past_context(dataset["prompt"], name, revision, lambda: tokenizer("the prompts' sizes"))
         if far:
             refuse(far)
-    if isinstance(dataset[0]["prompt"], list) and is_local_model(model_args.model_name_or_path):
-        tokenizer = tokenizer or load_tokenizer(
-            model_args.model_name_or_path,
-            model_args.model_revision,
-            "conversational prompts",
-            script_args.chat_template,
-        )
-        check_chat_template(tokenizer, model_args.model_name_or_path)
+    if isinstance(dataset[0]["prompt"], list) and is_local_model(name):
+        check_chat_template(tokenizer("conversational prompts"), name)
     judge = None
     method = get_method(script_args.trainer)
     if method.needs_judge and training_args.judge is None:

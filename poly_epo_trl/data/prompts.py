@@ -132,6 +132,14 @@ def format_dataset(
             fmt.column,
         )
 
+    # a column written anew (answer, tests, setup_code) is read under another name, or datasets would cast the text
+    # back to the input column's type (an all-number answer column read back as numbers, removed or not)
+    written = {target for option, (_, target) in wanted.items() if option != "prompt_column"}
+    for name in sorted(written & set(dataset.column_names) - set(keep)):
+        dataset = dataset.rename_column(name, f"{name}{SOURCE}")
+        wanted = {o: (f"{c}{SOURCE}" if c == name else c, target) for o, (c, target) in wanted.items()}
+    sources = [c for c in dataset.column_names if c.endswith(SOURCE)]
+
     def to_prompt(row: dict[str, Any], index: int) -> dict[str, Any]:
         value = row[wanted["prompt_column"][0]] if converted is None else converted[index]
         out: dict[str, Any] = {"prompt": make_prompt(value, fmt)}
@@ -142,13 +150,6 @@ def format_dataset(
             out[target] = row_value(row[column], index, named, option, target, trl_format=fmt.as_is)
         return out
 
-    # a column written anew (answer, tests, setup_code) is read under another name, or datasets would cast the text
-    # back to the input column's type (an all-number answer column read back as numbers, removed or not)
-    written = {target for option, (_, target) in wanted.items() if option != "prompt_column"}
-    for name in sorted(written & set(dataset.column_names) - set(keep)):
-        dataset = dataset.rename_column(name, f"{name}{SOURCE}")
-        wanted = {o: (f"{c}{SOURCE}" if c == name else c, target) for o, (c, target) in wanted.items()}
-    sources = [c for c in dataset.column_names if c.endswith(SOURCE)]
     if fmt.as_is:
         return dataset.map(to_prompt, with_indices=True, remove_columns=sources)
     kept = {"prompt", "answer", "tests", "entry_point", "setup_code", *keep}
