@@ -90,7 +90,11 @@ RECIPES = [
     ("scale_rewards_unknown", RECIPE + "scale_rewards: std\n", "scale_rewards"),
     ("aggregation_normalize", RECIPE + "multi_objective_aggregation: normalize_then_sum\n", "would invert it"),
     ("jit_checkpoint", RECIPE + "enable_jit_checkpoint: true\n", "preemption handling owns SIGTERM"),
-    ("diversity_coef_negative", replaced("diversity_coef: 0.5", "diversity_coef: -1"), "diversity_coef"),
+    (
+        "diversity_coef_negative",
+        replaced("diversity_coef: 0.5", "diversity_coef: -1").replace("trainer: poly_epo", "trainer: grpo_div"),
+        "Method 'grpo_div': diversity_coef",
+    ),
     ("judge_unknown", replaced("judge: sum_pair", "judge: oracle"), "oracle"),
     ("judge_fallback_unknown", RECIPE + "judge_fallback: ignore\n", "judge_fallback"),
     ("judge_template_missing", RECIPE + "judge_template: physics\n", "judge_template"),

@@ -21,7 +21,7 @@ from training_run import ENV, ROOT, Run, max_difference
 from trl import GRPOConfig
 
 from poly_epo_trl import marginal_set_advantages
-from poly_epo_trl.commands.train import main
+from poly_epo_trl.commands.train import main, prepare
 from poly_epo_trl.judges import JudgeResult
 from poly_epo_trl.methods import (
     FITS_GROUP,
@@ -96,6 +96,11 @@ def pooled_size(batch, settings):
     return batch.rewards - batch.rewards.nanmean(1, keepdim=True)
 
 
+def door(argv: list[str]) -> object:
+    """The settings the recipe's method trains with, as ``poly-epo train`` resolves them before anything loads."""
+    return prepare([*argv, "--dry_run", "true"])[3].method_settings
+
+
 def batch_of(rewards: list[list[float]], clusters: list[list[int]], mode: str = "train", texts=None) -> SetBatch:
     r = torch.tensor(rewards, dtype=torch.float64)
     c = torch.tensor(clusters)
@@ -141,15 +146,16 @@ def test_a_methods_own_setting_is_a_recipe_key_of_its_runs_only():
     type and checked; another method's recipe refuses it, naming the method it belongs to."""
     from poly_epo_trl.commands.train import parse
 
-    script_args, training_args, _ = parse([*TINY, "--trainer", "clustered_power", "--power", "2.5"])
-    assert script_args.method_settings == {"power": 2.5} and not hasattr(training_args, "power")
-    assert parse([*TINY, "--trainer", "clustered_power"])[0].method_settings == {}  # unset: the method's default
+    _, training_args, _ = parse([*TINY, "--trainer", "clustered_power", "--power", "2.5"])
+    assert training_args.given_settings["power"] == 2.5 and not hasattr(training_args, "power")
+    assert door([*TINY, "--trainer", "clustered_power", "--power", "2.5"]) == Knob(2.5)
+    assert door([*TINY, "--trainer", "clustered_power"]) == Knob()  # unset: the method's default
     with pytest.raises(
         RecipeError, match=r"'power' \(a setting of method 'clustered_power'; this recipe's trainer is"
     ):
         parse([*TINY, "--power", "2.5"])
     with pytest.raises(RecipeError, match=r"power must be non-negative, got -1\.0"):
-        parse([*TINY, "--trainer", "clustered_power", "--power", "-1"])
+        door([*TINY, "--trainer", "clustered_power", "--power", "-1"])
     with pytest.raises(RecipeError, match="power"):
         parse([*TINY, "--trainer", "clustered_power", "--power", "two"])
 
@@ -158,16 +164,12 @@ def test_a_methods_default_is_its_own_never_the_configs(tmp_path):
     """A method that declares ``diversity_coef: float = 0.1`` (a name PolyEPOConfig carries, with GRPO+DIV's 0.5)
     trains with 0.1 where the recipe, the config and the keywords leave it out, and with what the user gave
     otherwise, the config's own default value included; the advantages it gets are 0.1 x (r - mean)."""
-    from poly_epo_trl.commands.train import method_settings, parse
-
-    method = get_method("scaled_own_coef")
     recipe = tmp_path / "recipe.yaml"  # the tiny recipe without its diversity_coef: 0.5 (GRPO+DIV's key)
     lines = (ROOT / TINY[1]).read_text().splitlines()
     recipe.write_text("\n".join(line for line in lines if not line.startswith("diversity_coef:")) + "\n")
     assert "diversity_coef" not in recipe.read_text()
     for argv, expected in (([], 0.1), (["--diversity_coef", "0.5"], 0.5), (["--diversity_coef", "2"], 2.0)):
-        script_args, training_args, _ = parse(["--config", str(recipe), "--trainer", "scaled_own_coef", *argv])
-        assert method_settings(method, script_args.method_settings, training_args) == OwnCoef(expected), argv
+        assert door(["--config", str(recipe), "--trainer", "scaled_own_coef", *argv]) == OwnCoef(expected), argv
     model = str(save_tiny_model(tmp_path / "model"))
     reward = lambda completions, **k: [0.0] * len(completions)  # noqa: E731
     common = dict(model=model, reward_funcs=reward, train_dataset=toy_dataset(), method="scaled_own_coef")
@@ -393,14 +395,10 @@ def test_a_methods_own_size_left_unset_is_fitted_to_the_group_by_every_route(tmp
     """A user's method with a size that must fit the group (``FITS_GROUP``, default 4) and groups of 4: the recipe,
     which does not set it, and the trainer, given no keyword, both fit it to 3 and say so; a recipe that sets 4 is
     refused, naming the key. Defaults come from the resolver alone, whatever the route."""
-    from poly_epo_trl.commands.train import method_settings, parse
-
     argv = [*TINY, "--trainer", "pooled_size", "--num_generations", "4", "--per_device_train_batch_size", "8"]
-    script_args, training_args, _ = parse(argv)
-    assert script_args.method_settings == {}
-    assert method_settings(get_method("pooled_size"), {}, training_args) == Pool(3)
+    assert door(argv) == Pool(3)
     with pytest.raises(RecipeError, match=r"pool_size=4 with num_generations=4"):
-        parse([*argv, "--pool_size", "4"])
+        door([*argv, "--pool_size", "4"])
     model = str(save_tiny_model(tmp_path / "model"))
     reward = lambda completions, **k: [0.0] * len(completions)  # noqa: E731
     config = PolyEPOConfig(output_dir=str(tmp_path / "out"), use_cpu=True, report_to="none", num_generations=4)

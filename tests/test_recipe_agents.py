@@ -21,6 +21,7 @@ from poly_epo_trl.evaluation.report import summarize
 from poly_epo_trl.evaluation.runner import episode_metrics
 from poly_epo_trl.evaluation.sampling import SamplingSettings
 from poly_epo_trl.evaluation.scoring import Scorer
+from poly_epo_trl.methods import SetSettings
 from poly_epo_trl.tasks.goldbach_agent import GoldbachEnvironment, plan_judge, warm_start_model
 from poly_epo_trl.tasks.goldbach_agent import rows as goldbach_rows
 
@@ -38,7 +39,8 @@ def test_the_agent_recipe_matches_the_agent_example():
     example = AGENT
     assert recipe["learning_rate"] == example.learning_rate and recipe["max_steps"] == example.steps
     assert recipe["per_device_train_batch_size"] == example.prompts_per_step * example.num_generations
-    assert (recipe["num_generations"], recipe["set_size"]) == (example.num_generations, example.set_size)
+    assert recipe["num_generations"] == example.num_generations
+    assert recipe.get("set_size", SetSettings().set_size) == SetSettings().set_size and example.method_settings == {}
     script_args, training_args, model_args = parse(["--config", AGENT_RECIPE])
     assert script_args.environment_factory == "goldbach_agent" and script_args.reward_funcs == []
     assert training_args.max_tool_calling_iterations == 1  # the task's: a submit call, then the last word

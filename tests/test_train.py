@@ -18,8 +18,11 @@ from shared_data import LEETCODE, needs_leetcode
 
 from poly_epo_trl.assembly import cpu_slowdowns
 from poly_epo_trl.commands.demo.run import DemoSettings
+from poly_epo_trl.commands.demo.run import parse_args as parse_demo_args
+from poly_epo_trl.commands.demo.run import recipe as demo_recipe
 from poly_epo_trl.commands.train import main, parse
 from poly_epo_trl.judges.prompts import response_blocks
+from poly_epo_trl.methods import SetSettings
 
 ROOT = Path(__file__).resolve().parents[1]
 RECIPES = sorted(p for p in (ROOT / "recipes").glob("*/*/config_*.yaml") if p.parent.name != "eval")
@@ -161,7 +164,18 @@ def test_cpu_recipe_matches_the_demo():
     assert recipe["learning_rate"] == demo.learning_rate and recipe["max_steps"] == demo.steps
     assert recipe["bf16"] is False and recipe["activation_checkpointing"] is False
     assert recipe["per_device_train_batch_size"] == demo.prompts_per_step * demo.num_generations
-    assert (recipe["num_generations"], recipe["set_size"]) == (demo.num_generations, demo.set_size)
+    assert recipe["num_generations"] == demo.num_generations
+    assert recipe["set_size"] == SetSettings().set_size and demo.method_settings == {}  # the method's own default
+
+
+def test_the_demo_passes_a_methods_own_setting_to_the_methods_that_own_it_only(tmp_path):
+    settings, _ = parse_demo_args(["--set-size", "3", "--diversity-coef", "0.25"], DemoSettings(), tmp_path)
+    assert settings.method_settings == {"set_size": "3", "diversity_coef": "0.25"}
+    assert "--set_size=3" in demo_recipe("poly_epo", 0, settings, tmp_path)
+    assert "--diversity_coef=0.25" in demo_recipe("grpo_div", 0, settings, tmp_path)
+    grpo = demo_recipe("grpo", 0, settings, tmp_path)
+    assert not any(arg.startswith(("--set_size", "--diversity_coef")) for arg in grpo)
+    assert parse(demo_recipe("poly_epo", 0, settings, tmp_path))[1].set_size == 3
 
 
 @pytest.mark.slow

@@ -184,20 +184,35 @@ def test_lora_and_num_iterations(model_dir, tmp_path):
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [
-        ({"set_size": 0}, "at least"),
-        ({"set_objective": "diverse"}, "Unknown set_objective"),
-        ({"set_objective": "math:nope"}, "could not be imported"),
-        ({"set_reduction": "max"}, "set_reduction"),
-        ({"set_estimator": "exact"}, "set_estimator"),
         ({"scale_rewards": "std"}, "scale_rewards='std'"),
         ({"multi_objective_aggregation": "normalize_then_sum"}, "would invert it"),
-        ({"diversity_gate": True, "set_objective": "mean"}, "diversity_gate"),
-        ({"set_objective": "math:hypot", "set_estimator": "closed_form"}, "closed_form"),
     ],
 )
 def test_config_rejects_impossible_settings(tmp_path, overrides, message):
     with pytest.raises(ValueError, match=message):
         config(tmp_path, **overrides)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"set_size": 0}, "at least"),
+        ({"set_objective": "diverse"}, "Unknown set_objective"),
+        ({"set_objective": "math:nope"}, "could not be imported"),
+        ({"set_reduction": "max"}, "set_reduction"),
+        ({"set_estimator": "exact"}, "set_estimator"),
+        ({"diversity_gate": True, "set_objective": "mean"}, "diversity_gate"),
+        ({"set_objective": "math:hypot", "set_estimator": "closed_form"}, "closed_form"),
+        ({"set_size": "4"}, "set_size='4' is str"),
+    ],
+)
+def test_the_methods_own_settings_are_checked_once_by_its_resolver(tmp_path, model_dir, overrides, message):
+    """A built-in method's setting on a PolyEPOConfig is held to the method's type and range when the trainer knows
+    its method (the config alone cannot: another method may own a field of that name), before the model loads, and
+    the error names the method."""
+    args = config(tmp_path, **overrides)
+    with pytest.raises(ValueError, match=rf"Method 'poly_epo': .*{message}"):
+        PolyEPOTrainer(model=str(model_dir), reward_funcs=sum_pair_reward, args=args, train_dataset=toy_dataset())
 
 
 def test_config_defaults_are_the_papers(tmp_path):

@@ -34,7 +34,7 @@ from ..evaluation.sampling import SamplingSettings
 from ..evaluation.scoring import VOTE_MODES, Scorer
 from ..judges import JudgePipeline
 from ..judges.prompts import describe_tools
-from ..methods import get_method
+from ..methods import get_method, resolve_settings
 from ..models import check_model_path, check_model_settings
 from ..recipe import RecipeError, refuse
 from ..rewards import OPEN_R1_CODE, CodeRewardSettings
@@ -71,11 +71,6 @@ class ScriptArguments(DatasetArguments, CodeRewardSettings, AgentArguments):
             "help": "The advantage method: 'poly_epo', 'grpo' (Dr.GRPO baseline), 'grpo_div' (GRPO+DIV), another "
             "registered method, or 'package.module:name' for your own."
         },
-    )
-    method_settings: dict[str, Any] = field(
-        default_factory=dict,
-        init=False,
-        metadata={"help": "The settings the method owns (its own recipe keys), as the recipe set them."},
     )
     dry_run: bool = field(
         default=False,
@@ -174,6 +169,7 @@ class TrainingParts:
     eval_rows: list[dict[str, Any]] | None
     training_problems: set[str]
     agent: dict[str, Any]
+    method_settings: Any  # what the recipe's method trains with (methods.resolve_settings), as the trainer resolves it
     eval_dataset: Any = None  # TRL's own evaluation (eval_strategy), on dataset_test_split of the training source
 
 
@@ -233,6 +229,11 @@ def assemble_training(
     script_args: ScriptArguments, training_args: PolyEPOConfig, model_args: ModelConfig
 ) -> TrainingParts:
     """Everything the trainer needs except the model weights, checked."""
+    method = get_method(script_args.trainer)
+    try:  # the method's settings from what the recipe set, checked before anything loads
+        settings = resolve_settings(method, training_args.given_settings, training_args.num_generations, training_args)
+    except (TypeError, ValueError) as error:
+        raise RecipeError(f"trainer={script_args.trainer!r}: {error}") from None
     check_model_path(model_args.model_name_or_path, hub_cache=not script_args.dry_run)
     check_output_dir(training_args.output_dir, create=not script_args.dry_run)
     check_quantization(model_args)
@@ -299,7 +300,6 @@ def assemble_training(
     if isinstance(dataset[0]["prompt"], list) and is_local_model(name):
         check_chat_template(tokenizer("conversational prompts"), name)
     judge = None
-    method = get_method(script_args.trainer)
     if method.needs_judge and training_args.judge is None:
         raise RecipeError(f"trainer={script_args.trainer!r} needs a judge: set judge (e.g. 'answer', 'embedding').")
     if training_args.judge is not None and (method.needs_judge or script_args.eval_dataset_name):
@@ -334,7 +334,7 @@ def assemble_training(
     if training_args.eval_strategy != "no":  # as trl grpo: the training source's test split
         eval_table = load_rows(script_args, script_args.dataset_test_split)
         eval_dataset = format_dataset(eval_table, script_args, script_args.eval_max_problems, keep=keep)
-    return TrainingParts(rewards, dataset, judge, eval_rows, trained, agent, eval_dataset)
+    return TrainingParts(rewards, dataset, judge, eval_rows, trained, agent, settings.settings, eval_dataset)
 
 
 def check_reward_columns(

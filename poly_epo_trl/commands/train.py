@@ -38,7 +38,7 @@ from poly_epo_trl.assembly import (
 from poly_epo_trl.commands.launch import launch, launches
 from poly_epo_trl.data import save_training_problems
 from poly_epo_trl.evaluation.curves import FIGURE, plot_runs
-from poly_epo_trl.methods import Method, get_method, resolve_settings
+from poly_epo_trl.methods import Method, get_method
 from poly_epo_trl.methods.settings import default_of
 from poly_epo_trl.models import resolve_model
 from poly_epo_trl.recipe import RecipeError, one_pass, parse_recipe, recipe_value
@@ -61,8 +61,8 @@ FIRST_PROMPT_CHARS = 2000  # the start-up log shows the first prompt up to this 
 def parse(argv: list[str] | None = None) -> tuple[ScriptArguments, PolyEPOConfig, ModelConfig]:
     """The recipe's three configs; a built-in task (``dataset_name: builtin:<task>``) supplies the keys it declares
     (reward, judge, warm start, prompt format) where the recipe leaves them out. The settings the recipe's method
-    owns (``Method.settings``, beyond the config's) are recipe keys too, read into ``script_args.method_settings``;
-    another method's are refused, naming it."""
+    owns (``Method.settings``, beyond the config's fields) are recipe keys too, held by the config
+    (``take_method_keys``) beside its fields; another method's are refused, naming it."""
     named = recipe_value(argv, "dataset_name")
     dataset = named or ScriptArguments.dataset_name
     mixture = recipe_value(argv, "datasets")  # TRL's mixture is used instead of dataset_name, as `trl grpo` does
@@ -86,20 +86,10 @@ def parse(argv: list[str] | None = None) -> tuple[ScriptArguments, PolyEPOConfig
     script_args, training_args, model_args, *method_args = parse_recipe(
         (*classes, *([own] if own else [])), argv, defaults, elsewhere
     )
-    values = {k: v for k, v in asdict(method_args[0]).items() if v is not None} if method_args else {}
-    try:
-        method_settings(method, values, training_args)  # its own check, before anything loads
-    except (TypeError, ValueError) as error:
-        raise RecipeError(f"trainer={script_args.trainer!r}: {error}") from None
-    script_args.method_settings = values
+    training_args.take_method_keys(
+        {k: v for k, v in asdict(method_args[0]).items() if v is not None} if method_args else {}
+    )
     return script_args, training_args, model_args
-
-
-def method_settings(method: Method, own: dict[str, Any], training_args: PolyEPOConfig) -> Any:
-    """The settings the recipe's method trains with: its own keys ``own`` and the config's fields the recipe set
-    (``methods.resolve_settings``); the run's config for a method without settings of its own."""
-    given = {**training_args.given_settings, **own}
-    return resolve_settings(method, given, training_args.num_generations, training_args).settings
 
 
 def method_recipe_class(method: Method, classes: tuple[type, ...]) -> type | None:
@@ -182,9 +172,7 @@ def run(
         if is_main_process():
             remove_checkpoints(training_args.output_dir)
     else:
-        method = get_method(script_args.trainer)
-        settings = method_settings(method, script_args.method_settings, training_args)
-        identity = run_identity(method, settings, training_args)
+        identity = run_identity(get_method(script_args.trainer), parts.method_settings, training_args)
         checkpoint = resume_checkpoint(training_args, identity)
     done = finished_step(checkpoint, training_args.max_steps) if isinstance(checkpoint, str) else None
     if done is not None:
@@ -248,7 +236,6 @@ def make_trainer(
             truncation_side="left",
         )  # fmt: skip
     trainer = PolyEPOTrainer(
-        **script_args.method_settings,
         method=method,
         model=model,
         reward_funcs=parts.reward_funcs,

@@ -116,8 +116,16 @@ class PolyEPOSettings(JudgeSettings, BuiltinMethodFields):
 
     @property
     def given_settings(self) -> dict[str, Any]:
-        """The built-in methods' settings the user set, with their values now (a subclass may change one)."""
-        return {name: getattr(self, name) for name in vars(self).get("given_names", ())}
+        """The methods' settings the user set: the built-in ones among the fields, with their values now (a subclass
+        may change one), and a recipe's keys that the run's method owns beyond the fields (``take_method_keys``)."""
+        builtin = {name: getattr(self, name) for name in vars(self).get("given_names", ())}
+        return {**builtin, **vars(self).get("method_keys", {})}
+
+    def take_method_keys(self, values: dict[str, Any]) -> None:
+        """Hold the recipe's keys that the run's method owns and no config field carries (``power: 2.5`` for a
+        method of one's own): they reach ``methods.resolve_settings`` through ``given_settings``, as the fields
+        do."""
+        self.method_keys = dict(values)
 
     def take_given(self, num_generations: int) -> None:
         """Keep the built-in methods' settings the user set in ``given_settings`` and fill the others with the
@@ -136,9 +144,7 @@ class PolyEPOSettings(JudgeSettings, BuiltinMethodFields):
     def check_settings(self) -> None:
         """ValueError naming the field, the value and what to set, for a setting of its own out of range (None
         included, where the field takes no None)."""
-        check_field_types(self, settings_names(), none_allowed=False)
-        SetSettings.check(self)
-        DiversitySettings.check(self)
+        check_field_types(self, run_settings_names(), none_allowed=False)
         if self.vllm_dtype not in VLLM_DTYPES:
             raise ValueError(f"vllm_dtype={self.vllm_dtype!r}: use one of {VLLM_DTYPES}.")
         if not 0 <= self.judge_audit_fraction <= 1:
@@ -187,7 +193,6 @@ class PolyEPOSettings(JudgeSettings, BuiltinMethodFields):
             raise TypeError(f"Unknown Poly-EPO settings {unknown}: see PolyEPOConfig's fields for the names.")
         settings = cls(**values)
         settings.take_given(args.num_generations)
-        check_field_types(settings)
         settings.check_settings()
         settings.check_with(args)
         return settings
@@ -241,6 +246,7 @@ def trainer_config(
         if config.judge != PolyEPOSettings.__dataclass_fields__["judge"].default:
             routes["judge"] = "PolyEPOConfig.judge, a recipe's judge:"
         routes.update({name: f"PolyEPOConfig.{name}, a recipe's {name}:" for name in config.given_settings})
+        routes.update({name: f"a recipe's {name}:" for name in vars(config).get("method_keys", {})})
         return config, config
     if not isinstance(config, GRPOConfig):
         raise TypeError(
@@ -248,7 +254,10 @@ def trainer_config(
             f"{type(config).__name__}."
         )
     check_grpo_settings(config)
-    values = settings_of_config(trainer, config, values, judge)
+    given = {**values, **({"judge": judge} if judge is not None else {})}  # judge=: the field must say the same
+    values = {**config_values(trainer, config, settings_names(), given), **values}
+    if judge is not None:
+        values.pop("judge", None)  # the judge= object is the judge
     for name in values:  # neither a keyword nor judge=, yet given: a field of the config's own
         if routes.get(name, "default") == "default":
             routes[name] = f"{type(config).__name__}.{name}"
@@ -288,6 +297,12 @@ def settings_names() -> frozenset[str]:
     return frozenset(f.name for f in fields(PolyEPOSettings))
 
 
+def run_settings_names() -> frozenset[str]:
+    """The settings of the run itself (the judge's, vLLM's, preemption's, ...): every ``PolyEPOSettings`` field but
+    the built-in methods' own, which ``methods.resolve_settings`` checks for the run's method."""
+    return settings_names() - set(method_field_names())
+
+
 def method_field_names() -> tuple[str, ...]:
     """The built-in methods' settings that every config carries (``BUILTIN_SETTINGS``): one the run's method does
     not read is said to be unused, never refused, so a recipe's method switches with its ``trainer:`` alone."""
@@ -308,36 +323,20 @@ def settings_owned_elsewhere(method: Method) -> dict[str, list[str]]:
     }
 
 
-def method_values(trainer: str, method: Method, config: Any, given: dict[str, Any]) -> dict[str, Any]:
-    """The values of ``method``'s own settings (``own_settings``) of a run: the fields of a ``GRPOConfig`` subclass
-    named as them, then the keyword arguments ``given``; TypeError where the two give one setting two values."""
-    declared = {name: getattr(config, name) for name in own_settings(method) if hasattr(config, name)}
-    check_given_once(trainer, config, declared, given)
-    return {**declared, **given}
-
-
-def check_given_once(trainer: str, config: Any, declared: dict[str, Any], given: dict[str, Any]) -> None:
-    """TypeError where a field of ``config`` (``declared``) and a keyword (``given``) give one setting two values."""
-    clash = sorted(name for name in declared.keys() & given.keys() if declared[name] != given[name])
+def config_values(trainer: str, config: Any, names: frozenset[str], keywords: dict[str, Any]) -> dict[str, Any]:
+    """The settings named ``names`` that a run's config gives (the fields of a ``GRPOConfig`` subclass of that name,
+    a recipe's method keys: ``PolyEPOSettings.take_method_keys``), then the keyword arguments ``keywords``;
+    TypeError where a field and a keyword give one setting two values."""
+    declared = {f.name: getattr(config, f.name) for f in fields(config) if f.name in names}
+    declared.update({k: v for k, v in vars(config).get("method_keys", {}).items() if k in names})
+    clash = sorted(name for name in declared.keys() & keywords.keys() if declared[name] != keywords[name])
     if clash:
         name = clash[0]
         raise TypeError(
-            f"{trainer} got {name}={given[name]!r} as a keyword, and {type(config).__name__}.{name}="
+            f"{trainer} got {name}={keywords[name]!r} as a keyword, and {type(config).__name__}.{name}="
             f"{declared[name]!r}: give each setting once (a field of your config, or a keyword)."
         )
-
-
-def settings_of_config(trainer: str, config: GRPOConfig, values: dict[str, Any], judge: Any) -> dict[str, Any]:
-    """The Poly-EPO settings of a run configured by a ``GRPOConfig`` subclass: the fields of its own named as
-    settings (``set_size``, ``judge``, ...), then the keyword arguments; TypeError where a keyword (or ``judge=``)
-    and a field give one setting two different values."""
-    names = settings_names() & {f.name for f in fields(config)}
-    declared = {name: getattr(config, name) for name in names}
-    given = {**values, **({"judge": judge} if judge is not None and "judge" in declared else {})}
-    check_given_once(trainer, config, declared, given)
-    if judge is not None:
-        declared.pop("judge", None)  # the judge= object is the judge; the field said the same
-    return {**declared, **values}
+    return {**declared, **keywords}
 
 
 def say_unused(trainer: str, method: Any, given: dict[str, Any]) -> None:
@@ -418,7 +417,9 @@ class PolyEPOConfig(PolyEPOSettings, GRPOConfig):
     def __post_init__(self) -> None:
         if isinstance(self.scale_rewards, bool):  # GRPOConfig's spelling: true is "group", false is "none"
             self.scale_rewards = "group" if self.scale_rewards else "none"
-        check_field_types(self)  # a YAML recipe's values arrive unconverted: hold each to its field's type
+        # a YAML recipe's values arrive unconverted: hold each to its field's type (a method's setting is held to
+        # its method's type and range by methods.resolve_settings, once)
+        check_field_types(self, {f.name for f in fields(self)} - set(method_field_names()))
         self.validate_grpo_basics()
         given = (self.gradient_checkpointing, self.activation_checkpointing)
         if None not in given and given[0] != given[1]:

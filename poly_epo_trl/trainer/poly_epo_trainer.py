@@ -42,7 +42,7 @@ from ..rewards.checks import checked_reward
 from . import step as steps
 from .config import (
     BUILTIN_SETTINGS,
-    method_values,
+    config_values,
     own_settings,
     settings_names,
     settings_owned_elsewhere,
@@ -97,7 +97,7 @@ class PolyEPOTrainer(GRPOTrainer):
             name, self.output_suffix(), arguments, judge, values, self.method, routes
         )
         routes.update({key: f"keyword {key}=" for key in given})
-        given = method_values(name, self.method, config, given)
+        given = config_values(name, config, own, given)
         routes.update({key: f"{type(config).__name__}.{key}" for key in given if key not in routes})
         self.resolved: Resolved = resolve_settings(
             self.method, {**self.settings.given_settings, **given}, config.num_generations, self.settings, routes

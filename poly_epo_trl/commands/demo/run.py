@@ -25,6 +25,8 @@ from poly_epo_trl.commands import train
 from poly_epo_trl.constants import BUILTIN_PREFIX
 from poly_epo_trl.evaluation.plots import training_figure
 from poly_epo_trl.evaluation.report import across_seeds, format_interval, format_table, records_difference
+from poly_epo_trl.methods import get_method
+from poly_epo_trl.methods.settings import default_of
 from poly_epo_trl.tasks import TASKS
 
 METHODS = ("grpo", "grpo_div", "poly_epo")
@@ -40,8 +42,7 @@ class DemoSettings:
     learning_rate: float = 6e-4
     prompts_per_step: int = 8
     num_generations: int = 8
-    set_size: int = 4
-    diversity_coef: float = 0.5
+    method_settings: dict[str, Any] = field(default_factory=dict)  # recipe keys of the methods' own; else defaults
     eval_samples: int = 32
     curve_samples: int = 16
     curve_every: int = 25
@@ -59,10 +60,18 @@ def recipe(method: str, seed: int, s: DemoSettings, out: Path) -> list[str]:
     task = BUILTIN_PREFIX + s.task
     flags = f"""--dataset_name {task} --eval_dataset_name {task} --eval_steps {s.curve_every} --trainer {method}
     --eval_num_samples {s.curve_samples} --output_dir {out / "runs" / f"{method}-seed{seed}"} --seed {seed}
-    --data_seed {seed} --per_device_train_batch_size {s.prompts_per_step * s.num_generations} --set_size {s.set_size}
-    --num_generations {s.num_generations} --diversity_coef {s.diversity_coef} --max_steps {s.steps}
+    --data_seed {seed} --per_device_train_batch_size {s.prompts_per_step * s.num_generations}
+    --num_generations {s.num_generations} --max_steps {s.steps}
     --learning_rate {s.learning_rate} --logging_steps {max(s.steps // 4, 1)}"""
-    return [*FIXED.split(), *flags.split(), *(["--model_name_or_path", s.checkpoint] if s.checkpoint else [])]
+    owned = {spec.name for spec in get_method(method).setting_fields()}
+    given = [f"--{name}={value}" for name, value in s.method_settings.items() if name in owned]
+    return [*FIXED.split(), *flags.split(), *given, *(["--model_name_or_path", s.checkpoint] if s.checkpoint else [])]
+
+
+def method_options(methods: tuple[str, ...]) -> dict[str, Any]:
+    """The methods' own settings (their dataclasses' fields) by name, each once: the demo's options that pass
+    through to the recipes of the methods that own them."""
+    return {spec.name: spec for name in methods for spec in get_method(name).setting_fields()}
 
 
 def train_method(method: str, seed: int, s: DemoSettings, out: Path) -> dict[str, Any]:
@@ -159,14 +168,20 @@ def parse_args(argv: list[str] | None, defaults: DemoSettings, out: Path) -> tup
     parser.add_argument("--seeds", type=int, nargs="+", default=defaults.seeds)
     parser.add_argument("--methods", nargs="+", default=defaults.methods, choices=METHODS)
     parser.add_argument("--checkpoint", default=None, help="a warm start other than the task's")
-    numbers = ("steps", "learning_rate", "prompts_per_step", "num_generations", "set_size", "diversity_coef")
+    numbers = ("steps", "learning_rate", "prompts_per_step", "num_generations")
     for name in (*numbers, "eval_samples", "curve_every", "curve_samples"):
         value = getattr(defaults, name)
         parser.add_argument(f"--{name.replace('_', '-')}", type=type(value), default=value)
+    owned = method_options(METHODS)
+    for name, spec in owned.items():
+        value = defaults.method_settings.get(name, default_of(spec))
+        parser.add_argument(f"--{name.replace('_', '-')}", help=f"default: the method's ({value!r})")
     args = parser.parse_args(argv)
     if args.task not in TASKS:
         parser.error(f"--task {args.task!r}: {TASKS.hint()}")
-    return DemoSettings(**{f.name: getattr(args, f.name) for f in fields(DemoSettings)}), args.out
+    given = {name: getattr(args, name) for name in owned if getattr(args, name) is not None}
+    chosen = {f.name: getattr(args, f.name) for f in fields(DemoSettings) if f.name != "method_settings"}
+    return DemoSettings(**chosen, method_settings={**defaults.method_settings, **given}), args.out
 
 
 def main(
