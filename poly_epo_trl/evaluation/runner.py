@@ -171,15 +171,16 @@ def policy_metrics(
     settings: SamplingSettings,
     correct_reward_threshold: float = 1.0,
     batch_size: int = 64,
+    sampler: Sampler | None = None,
 ) -> list[dict[str, Any]]:
     """Per-problem metrics of a model in memory (a policy being trained, a warm start) on ``rows[i]`` for i in
-    ``indices``: samples drawn as every evaluation draws them (problem i's depend on (seed, i) only), scored, and
-    the judge's stats dropped so a trainer's judge/* metrics stay about its training groups."""
+    ``indices``: samples drawn as every evaluation draws them (problem i's depend on (seed, i) only; by ``sampler``,
+    else with transformers), scored, and the judge's stats dropped so a trainer's judge/* metrics stay about its
+    training groups."""
     if not indices:
         return []
-    texts = TransformersSampler(model, tokenizer, settings, batch_size).sample(
-        [rows[i]["prompt"] for i in indices], indices
-    )
+    sampler = sampler or TransformersSampler(model, tokenizer, settings, batch_size)
+    texts = sampler.sample([rows[i]["prompt"] for i in indices], indices)
     return _held_out_metrics(scorer, [rows[i] for i in indices], indices, texts, None, correct_reward_threshold)
 
 

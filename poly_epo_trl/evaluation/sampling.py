@@ -97,6 +97,57 @@ class VLLMSampler:
         return [[choice.text for choice in output.outputs] for output in outputs]
 
 
+def trainer_engine(trainer: Any) -> tuple[Any, str]:
+    """The colocated vLLM engine of a TRL trainer's run (``GRPOTrainer.vllm_generation``; TRL's seams pinned by
+    ``tests/test_trl_seams.py``) that an in-training evaluation can sample with, and why not where none: no vLLM,
+    server mode, tensor parallelism (TRL spreads each prompt over the group) or sleep mode (TRL discards the weights
+    between its generations)."""
+    generation = getattr(trainer, "vllm_generation", None) if getattr(trainer.args, "use_vllm", False) else None
+    if generation is None:
+        return None, "the run generates with transformers"
+    if generation.mode != "colocate":
+        return None, f"vllm_mode={generation.mode!r}: the server samples training's groups only"
+    if generation.tensor_parallel_size > 1:
+        return None, f"vllm_tensor_parallel_size={generation.tensor_parallel_size}"
+    if generation.enable_sleep_mode:
+        return None, "vllm_enable_sleep_mode=True: the engine's weights sleep between training's generations"
+    return generation, "the run's colocated vLLM engine"
+
+
+class TrainerVLLMSampler:
+    """Samples with a trainer's colocated vLLM engine (``trainer_engine``), its weights synced to the policy being
+    trained first, as TRL syncs them before a generation (once a step: TRL's own next generation then skips it).
+    Prompts are tokenized with the trainer's processing class, as for transformers; problem i's samples are seeded by
+    (seed, i), as every evaluation draws them."""
+
+    def __init__(self, trainer: Any, generation: Any, settings: SamplingSettings) -> None:
+        self.trainer, self.generation, self.settings = trainer, generation, settings
+
+    def sample(self, prompts: Sequence[Prompt], indices: Sequence[int]) -> list[list[str]]:
+        from vllm import SamplingParams
+
+        trainer = self.trainer
+        if trainer.state.global_step != trainer._last_loaded_step:
+            self.generation.sync_weights()
+            trainer._last_loaded_step = trainer.state.global_step
+        tokenizer = trainer.processing_class
+        requests = [{"prompt_token_ids": prompt_token_ids(tokenizer, p)} for p in prompts]
+        params = [SamplingParams(**vllm_sampling_kwargs(self.settings, i)) for i in indices]
+        outputs = self.generation.llm.generate(requests, params, use_tqdm=False)
+        return [
+            tokenizer.batch_decode([choice.token_ids for choice in output.outputs], skip_special_tokens=True)
+            for output in outputs
+        ]
+
+
+def prompt_token_ids(tokenizer: Any, prompt: Prompt) -> list[int]:
+    """A prompt's token ids; a chat prompt through the chat template (which adds its own special tokens)."""
+    if isinstance(prompt, list):
+        text = tokenizer.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True)
+        return tokenizer(text, add_special_tokens=False)["input_ids"]
+    return tokenizer(prompt)["input_ids"]
+
+
 class TransformersSampler:
     """``model.generate`` with the tokenizer's chat template, one problem at a time in chunks of ``batch_size``."""
 
@@ -120,12 +171,8 @@ class TransformersSampler:
 
     def encode(self, prompt: Prompt) -> dict[str, torch.Tensor]:
         """Token ids of a prompt; a chat prompt through the chat template (which adds its own special tokens)."""
-        if isinstance(prompt, list):
-            text = self.tokenizer.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True)
-            encoded = self.tokenizer(text, return_tensors="pt", add_special_tokens=False)
-        else:
-            encoded = self.tokenizer(prompt, return_tensors="pt")
-        return {k: v.to(self.model.device) for k, v in encoded.items()}
+        ids = torch.tensor([prompt_token_ids(self.tokenizer, prompt)], device=self.model.device)
+        return {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
 
     @torch.no_grad()
     def sample(self, prompts: Sequence[Prompt], indices: Sequence[int]) -> list[list[str]]:
@@ -172,9 +219,12 @@ __all__ = [
     "Prompt",
     "Sampler",
     "SamplingSettings",
+    "TrainerVLLMSampler",
     "TransformersSampler",
     "VLLMSampler",
     "as_completions",
     "choose_backend",
+    "prompt_token_ids",
+    "trainer_engine",
     "vllm_sampling_kwargs",
 ]

@@ -1,10 +1,11 @@
 """One training run with colocated vLLM generation, in its own process (a colocated engine owns its process's
 torch.distributed group).
 
-``python vllm_colocate_run.py <out_dir> <trainer> <lora 0|1> <vllm_dtype>`` trains the tiny model two steps, syncs
-the weights once more as TRL does before a generation, and writes ``result.json``: the per-step log, and the mean
+``python vllm_colocate_run.py <out_dir> <trainer> <lora 0|1> <vllm_dtype> [eval]`` trains the tiny model two steps,
+syncs the weights once more as TRL does before a generation, and writes ``result.json``: the per-step log, and the mean
 |log p| difference of fixed texts between the vLLM engine and the trained model, and between the engine and the
-initial model.
+initial model; with ``eval``, the held-out evaluation runs after every step, and ``loaded_after_training`` is the
+step whose weights the engine last loaded.
 
 ``python vllm_colocate_run.py <out_dir> <trainer> <lora> <vllm_dtype> <port>`` does the same with generation by the
 ``trl vllm-serve`` on that port (serving ``<out_dir>/model``, which ``python vllm_colocate_run.py <out_dir>
@@ -30,6 +31,7 @@ from tiny import toy_dataset
 from transformers import AutoModelForCausalLM
 
 from poly_epo_trl import GRPODivTrainer, PolyEPOConfig, PolyEPOTrainer
+from poly_epo_trl.evaluation.callback import PassAtKCallback
 from poly_epo_trl.tasks.sum_pair import make_prompt, sum_pair_reward
 from poly_epo_trl.tasks.sum_pair.tiny import build_char_tokenizer, build_tiny_model
 from poly_epo_trl.trainer.engines import engine_of
@@ -142,7 +144,7 @@ def onednn_on(weight: torch.Tensor) -> str | None:
     return None
 
 
-def main(out: Path, trainer_name: str, lora: bool, vllm_dtype: str, server_port: int | None) -> None:
+def main(out: Path, trainer_name: str, lora: bool, vllm_dtype: str, server_port: int | None, evaluate: bool) -> None:
     model_dir = out / "model"
     if server_port is None and not (model_dir / "config.json").exists():  # several processes: written beforehand
         save_vllm_sized_model(model_dir)
@@ -183,7 +185,11 @@ def main(out: Path, trainer_name: str, lora: bool, vllm_dtype: str, server_port:
         judge=first_character_judge,
         peft_config=peft_config,
     )
+    if evaluate:  # the held-out evaluation every step, on problems of the toy task's
+        rows = [{"prompt": make_prompt(total), "answer": str(total)} for total in (21, 34, 47)]
+        trainer.add_callback(PassAtKCallback.for_trainer(trainer, rows, 1, num_samples=4, judge=first_character_judge))
     trainer.train()
+    loaded_after_training = trainer._last_loaded_step
     generation = trainer.vllm_generation
     generation.sync_weights()  # what TRL does before the next generation
     tokenizer = trainer.processing_class
@@ -206,6 +212,7 @@ def main(out: Path, trainer_name: str, lora: bool, vllm_dtype: str, server_port:
         "engine_dtype": engine_dtype,
         "engine": engine_of(trainer.accelerator).name,
         "judge_calls": len(trainer.last_set_batch.completions) if trainer.last_set_batch else 0,
+        "loaded_after_training": loaded_after_training,
     }
     rank = trainer.accelerator.process_index
     (out / ("result.json" if trainer.accelerator.num_processes == 1 else f"result_rank{rank}.json")).write_text(
@@ -230,5 +237,5 @@ if __name__ == "__main__":
         saved = save_vllm_sized_model(Path(sys.argv[1]) / "model")
         (Path(sys.argv[1]) / "result.json").write_text(json.dumps({"model": str(saved)}))
     else:
-        port = int(sys.argv[5]) if len(sys.argv) > 5 else None
-        main(Path(sys.argv[1]), sys.argv[2], sys.argv[3] == "1", sys.argv[4], port)
+        port = int(sys.argv[5]) if len(sys.argv) > 5 and sys.argv[5].isdigit() else None
+        main(Path(sys.argv[1]), sys.argv[2], sys.argv[3] == "1", sys.argv[4], port, "eval" in sys.argv[5:])
