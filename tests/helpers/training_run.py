@@ -50,6 +50,14 @@ class Run:
             assert time.monotonic() < deadline, f"no step {step} in {timeout} s"
             time.sleep(0.005)
 
+    def wait_for_text(self, text: str, timeout: float = 60) -> None:
+        """Until the run has printed ``text`` (its output is read as it comes)."""
+        deadline = time.monotonic() + timeout
+        while text not in self.output():
+            assert self.process.poll() is None, self.output()
+            assert time.monotonic() < deadline, f"no {text!r} in {timeout} s: {self.output()[-2000:]}"
+            time.sleep(0.005)
+
     def finish(self, timeout: float = 300) -> int:
         code = self.process.wait(timeout)
         self.reader.join(10)
