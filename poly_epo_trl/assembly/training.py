@@ -233,7 +233,7 @@ def assemble_training(
     try:  # the method's settings from what the recipe set, checked before anything loads
         settings = resolve_settings(method, training_args.given_settings, training_args.num_generations, training_args)
     except (TypeError, ValueError) as error:
-        raise RecipeError(f"trainer={script_args.trainer!r}: {error}") from None
+        raise RecipeError(str(error)) from None  # the resolver's errors name the method
     check_model_path(model_args.model_name_or_path, hub_cache=not script_args.dry_run)
     check_output_dir(training_args.output_dir, create=not script_args.dry_run)
     check_quantization(model_args)
