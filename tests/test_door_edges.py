@@ -111,6 +111,32 @@ def test_the_trainers_check_rows_too_before_the_model_loads(tmp_path):
         PolyEPOTrainer(**trainer_kwargs(tmp_path, train_dataset=bad), set_size=3)
 
 
+def test_poly_epo_train_checks_its_rows_once_at_its_door_and_a_python_trainer_itself(tmp_path, monkeypatch):
+    """``poly-epo train`` checks the rows before anything loads and builds its trainer with ``check_inputs=False``:
+    the prompt column is read by the door, not again by the trainer; a trainer built in Python checks its
+    rows itself."""
+    import poly_epo_trl.data.prompts as door_rows
+    import poly_epo_trl.trainer.inputs as trainer_rows
+
+    reads = {"door": 0, "trainer": 0}
+
+    def counted(where: str):
+        def check(*args, **kwargs):
+            reads[where] += 1
+            return checked_prompts(*args, **kwargs)
+
+        return check
+
+    monkeypatch.setattr(door_rows, "checked_prompts", counted("door"))
+    monkeypatch.setattr(trainer_rows, "checked_prompts", counted("trainer"))
+    recipe = ["--config", "recipes/tiny/poly_epo/config_cpu.yaml", "--max_steps", "1", "--save_strategy", "no"]
+    main([*recipe, "--output_dir", str(tmp_path / "cli"), "--report_to", "none"])
+    assert reads["door"] >= 1 and reads["trainer"] == 0, reads
+    with pytest.raises(OSError):  # NOT_LOADED: the rows were checked, then the model could not load
+        PolyEPOTrainer(**trainer_kwargs(tmp_path), set_size=3)
+    assert reads["trainer"] == 1
+
+
 def test_a_reward_that_reads_a_missing_column_stops_at_the_door(chat_model, tmp_path, capsys):
     data = rows_file(tmp_path / "nosolution.jsonl", [{"prompt": QUESTION}] * 4)
     err = stops(dry(chat_model, tmp_path, dataset_name=str(data), reward_funcs=["accuracy_reward"]), capsys)

@@ -237,6 +237,7 @@ def make_trainer(
         )  # fmt: skip
     trainer = PolyEPOTrainer(
         method=method,
+        check_inputs=False,  # the rows and the model's settings passed the recipe's door (assemble_training)
         model=model,
         reward_funcs=parts.reward_funcs,
         args=training_args,

@@ -15,7 +15,8 @@ from trl import GRPOConfig, GRPOTrainer
 from ..data.rows import checked_prompts
 from ..rewards.checks import empty_cell_refusal, empty_cells, missing_columns, text_prompt_refusals
 
-OWN_KEYWORDS = ("judge", "method", "check_judge")  # PolyEPOTrainer's own, beside GRPOTrainer's and the settings
+# PolyEPOTrainer's own keywords, beside GRPOTrainer's and the settings
+OWN_KEYWORDS = ("judge", "method", "check_judge", "check_inputs")
 
 
 def check_keywords(

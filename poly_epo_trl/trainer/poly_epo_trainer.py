@@ -78,13 +78,22 @@ class PolyEPOTrainer(GRPOTrainer):
     as keyword arguments such as ``set_size=4``) or a ``PolyEPOConfig`` (the paper's defaults), plus ``judge=``: a
     ClusteringJudge, any function ``judge(prompt: str, completions: list[str]) -> list[int]``, or a judge spec.
     ``method=`` picks another advantage method: a registered name (``methods.METHODS``), ``package.module:name``,
-    or a ``methods.Method``.
+    or a ``methods.Method``. ``check_judge=False`` sends the judge no probe group; ``check_inputs=False`` leaves the
+    training rows and the model's settings unchecked, for rows a door already checked (``poly-epo train``'s).
     """
 
     method_name: ClassVar[str | None] = None  # the one method a subclass trains with; None: ``method=`` picks it
     default_method: ClassVar[str] = "poly_epo"
 
-    def __init__(self, *args: Any, judge: Any = None, method: Any = None, check_judge: bool = True, **kwargs: Any):
+    def __init__(
+        self,
+        *args: Any,
+        judge: Any = None,
+        method: Any = None,
+        check_judge: bool = True,
+        check_inputs: bool = True,
+        **kwargs: Any,
+    ):
         name = type(self).__name__
         self.method: Method = self.chosen_method(method)
         own = own_settings(self.method)
@@ -105,7 +114,8 @@ class PolyEPOTrainer(GRPOTrainer):
         self.method_settings = self.resolved.settings  # what the method is given
         self.start_line = start_line(name, self.method, self.chosen_settings(method, judge, routes))
         logger.warning(self.start_line)
-        self.check_inputs(arguments)
+        if check_inputs:
+            self.check_inputs(arguments)
         pipeline = self.judge_pipeline(judge, arguments, check_judge) if self.method.needs_judge else None
         self._name = self.method.label or self.method.name
         self._tag_names = ["trl", "grpo", *self.method.tags]
