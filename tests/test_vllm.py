@@ -209,12 +209,14 @@ class TestColocate:
 
     def test_two_processes_under_zero3_each_generate_from_the_trained_weights(self, tmp_path):
         """The shipped zero3.yaml, 2 processes, each with its own colocated engine: TRL gathers the partitioned weights
-        for each sync, and after training every engine's log-probs are the trained model's, not the initial one's."""
+        for each sync, and after training every engine's log-probs are the trained model's, not the initial one's.
+        The held-out evaluation runs after each step on one problem: the second process, with none to sample, still
+        joins the evaluation's sync (ZeRO-3 gathers the weights from every process), so neither hangs."""
         run_helper(tmp_path, "save-model")
         config = TESTS.parent / "recipes" / "accelerate_configs" / "zero3.yaml"
         argv = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(config),
                 "--num_processes", "2", "--mixed_precision", "no", "--main_process_port", str(free_port()),
-                str(RUN), str(tmp_path), "poly_epo", "0", "policy"]  # fmt: skip
+                str(RUN), str(tmp_path), "poly_epo", "0", "policy", "eval"]  # fmt: skip
         done = subprocess.run(argv, env=ENV, capture_output=True, text=True, timeout=600)
         assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
         for rank in (0, 1):
@@ -224,6 +226,8 @@ class TestColocate:
             assert len(steps) == 2 and all(s["grad_norm"] > 0 for s in steps)
             assert all(s["sampling/sampling_logp_difference/mean"] < 1e-5 for s in steps), steps
             assert result["engine_vs_trained"] < 1e-5 and result["engine_vs_initial"] > 1e-2, result
+            assert result["loaded_after_training"] == 2
+            assert [h["step"] for h in result["log_history"] if "eval_pass@1" in h] == [1, 2]
 
     def test_an_agent_calls_its_environment_on_colocated_vllm(self, tmp_path):
         """environment_factory on a colocated engine."""

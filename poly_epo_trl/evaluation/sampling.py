@@ -121,16 +121,17 @@ class TrainerVLLMSampler:
     (seed, i), as every evaluation draws them."""
 
     def __init__(self, trainer: Any, generation: Any, settings: SamplingSettings) -> None:
+        """Syncs the engine on every process, with or without problems of its own to sample: under ZeRO-3 the sync
+        gathers the partitioned weights, which every process must join."""
         self.trainer, self.generation, self.settings = trainer, generation, settings
+        if trainer.state.global_step != trainer._last_loaded_step:
+            generation.sync_weights()
+            trainer._last_loaded_step = trainer.state.global_step
 
     def sample(self, prompts: Sequence[Prompt], indices: Sequence[int]) -> list[list[str]]:
         from vllm import SamplingParams
 
-        trainer = self.trainer
-        if trainer.state.global_step != trainer._last_loaded_step:
-            self.generation.sync_weights()
-            trainer._last_loaded_step = trainer.state.global_step
-        tokenizer = trainer.processing_class
+        tokenizer = self.trainer.processing_class
         requests = [{"prompt_token_ids": prompt_token_ids(tokenizer, p)} for p in prompts]
         params = [SamplingParams(**vllm_sampling_kwargs(self.settings, i)) for i in indices]
         outputs = self.generation.llm.generate(requests, params, use_tqdm=False)

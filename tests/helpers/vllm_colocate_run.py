@@ -185,8 +185,8 @@ def main(out: Path, trainer_name: str, lora: bool, vllm_dtype: str, server_port:
         judge=first_character_judge,
         peft_config=peft_config,
     )
-    if evaluate:  # the held-out evaluation every step, on problems of the toy task's
-        rows = [{"prompt": make_prompt(total), "answer": str(total)} for total in (21, 34, 47)]
+    if evaluate:  # the held-out evaluation every step, on one problem: a second process has none of its own
+        rows = [{"prompt": make_prompt(21), "answer": "21"}]
         trainer.add_callback(PassAtKCallback.for_trainer(trainer, rows, 1, num_samples=4, judge=first_character_judge))
     trainer.train()
     loaded_after_training = trainer._last_loaded_step
