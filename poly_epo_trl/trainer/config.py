@@ -245,8 +245,13 @@ def trainer_config(
         say_unused(trainer, method, config.given_settings)
         if config.judge != PolyEPOSettings.__dataclass_fields__["judge"].default:
             routes["judge"] = "PolyEPOConfig.judge, a recipe's judge:"
-        routes.update({name: f"PolyEPOConfig.{name}, a recipe's {name}:" for name in config.given_settings})
-        routes.update({name: f"a recipe's {name}:" for name in vars(config).get("method_keys", {})})
+        keys = vars(config).get("method_keys", {})  # a recipe's keys beyond the fields: no PolyEPOConfig field
+        routes.update(
+            {
+                name: f"a recipe's {name}:" if name in keys else f"PolyEPOConfig.{name}, a recipe's {name}:"
+                for name in config.given_settings
+            }
+        )
         return config, config
     if not isinstance(config, GRPOConfig):
         raise TypeError(
