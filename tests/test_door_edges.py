@@ -372,6 +372,19 @@ def test_a_setting_the_method_does_not_use_is_said_once_and_never_refused(tmp_pa
     assert len(said) == 1 and "diversity_coef=0.3 is unused" in said[0] and trainer.settings.diversity_coef == 0.3
 
 
+def test_several_unused_settings_are_said_in_one_sentence(caplog):
+    from poly_epo_trl.methods import METHODS
+    from poly_epo_trl.trainer.config import say_unused
+
+    with caplog.at_level(logging.WARNING):
+        say_unused("PolyEPOTrainer", METHODS.get("grpo"), {"set_size": 4, "diversity_coef": 0.5, "seed": 1})
+    said = [r.getMessage() for r in caplog.records]
+    assert said == [
+        "PolyEPOTrainer (method 'grpo'): set_size=4 and diversity_coef=0.5 are unused: "
+        "the method reads no settings of its own."
+    ]
+
+
 @pytest.mark.parametrize("cls", [DrGRPOTrainer, GRPODivTrainer])
 @pytest.mark.parametrize("generations", [2, 4])
 def test_the_baselines_train_at_any_group_size_their_set_size_unused(tmp_path, cls, generations, caplog):

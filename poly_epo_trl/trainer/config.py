@@ -352,11 +352,14 @@ def say_unused(trainer: str, method: Any, given: dict[str, Any]) -> None:
         return
     unused = [name for name in method_field_names() if name in given and name not in uses]
     if unused:
+        named = [f"{name}={given[name]!r}" for name in unused]
+        listed = named[0] if len(named) == 1 else ", ".join(named[:-1]) + f" and {named[-1]}"
         logger.warning(
-            "%s (method %r): %s unused: the method reads %s.",
+            "%s (method %r): %s %s unused: the method reads %s.",
             trainer,
             method.name,
-            ", ".join(f"{name}={given[name]!r} is" for name in unused),
+            listed,
+            "is" if len(named) == 1 else "are",
             ", ".join(uses) if uses else "no settings of its own",
         )
 
