@@ -11,11 +11,14 @@ other letters) with ``eval_samples`` samples a prompt (the start: as many for ea
 The statistics are the library's (``evaluation.report``: pass@k for k up to n / 2 and the distinct correct answers
 per prompt, each a mean over seeds and prompts with its 95% interval over both, and paired differences); this file
 holds the runs and the science: the targets, their bounds, the figure and the page. Writes ``DIR/results.json``
-(every evaluation's per-prompt records, the summaries, the comparisons, the step split, and ``targets``:
+(every evaluation's per-prompt records, the summaries, the comparisons, ``gain_change``: each method's gain over
+the start at pass@1 minus its gain at the largest k, paired; the step split, and ``targets``:
 ``grpo_below_start``, ``poly_epo_keeps_coverage``, ``distinct_ratio`` and ``pass_at_1``, each ``{"met": ..., its
 deciding intervals}``), ``DIR/real_lm.png`` and ``DIR/real_lm.md`` (``--page docs/pages/real-lm.md`` puts them
 there). Runs go ``--workers`` at a time, each in a process of its own on one core, and finished runs are kept in
-``DIR/kept/``: run an interrupted comparison again with the same settings and it goes on from there.
+``DIR/kept/``: run an interrupted comparison again with the same settings and it goes on from there. ``--results
+FILE`` draws the statistics, figure and page again from a results.json's per-prompt records, running nothing (the
+reported run's is ``benchmarks/results/real_lm.json``).
 ``real_lm_gate.py`` evaluates the start at several temperatures first; ``real_lm_speed.py`` measures the generation
 backends (its ``DIR/speeds.json`` shows on this page).
 
@@ -339,6 +342,18 @@ def comparisons(finals: dict[str, list[Records]], start: Records, ks: list[int])
     return pairs
 
 
+def gain_change(finals: dict[str, list[Records]], start: Records, k: int) -> dict[str, Any]:
+    """Each method's gain over the start at pass@1 minus its gain at pass@``k``, paired on prompts (and seeds): the
+    interval that says whether a gain shrinks with k, (M@1 - M@k) - (start@1 - start@k)."""
+    from poly_epo_trl.evaluation.intervals import paired_difference
+    from poly_epo_trl.evaluation.report import records_table as table
+
+    def spread(runs: list[Records]) -> Any:
+        return table(runs, "pass_at_k", 1) - table(runs, "pass_at_k", k)
+
+    return {LABELS[m]: paired_difference(spread(runs), spread([start])[0]).as_dict() for m, runs in finals.items()}
+
+
 def targets(
     finals: dict[str, list[list[dict[str, Any]]]], start: list[dict[str, Any]], k: int
 ) -> dict[str, dict[str, Any]]:
@@ -442,6 +457,9 @@ def page(report: dict[str, Any], figure_path: str) -> str:
     lines += ["| difference | " + " | ".join(chosen) + " |", "| --- |" + " --- |" * len(chosen)]
     for pair, stats in report["comparisons"].items():
         lines.append(f"| {pair} | " + " | ".join(format_interval(stats[c], 3) for c in chosen) + " |")
+    if "gain_change" in report:
+        change = "; ".join(f"{name} {format_interval(c, 3)}" for name, c in report["gain_change"].items())
+        lines += ["", f"Gain over the start at pass@1 minus the gain at pass@{ks[-1]} (paired): {change}."]
     lines += ["", "| target | met | deciding interval | must lie |", "| --- | --- | --- | --- |"]
     for name, target in report["targets"].items():
         bounds = TARGET_BOUNDS[name]
@@ -484,7 +502,12 @@ def analysis(
     ks = reported_ks(s.eval_samples)
     summary = {LABELS["start"]: records_summary([start], ks, num_seeds=len(start_finals))}
     summary |= {LABELS[m]: records_summary(finals[m], ks) for m in s.methods}
-    result = {"start_pooled": {"problems": start}, "summary": summary, "comparisons": comparisons(finals, start, ks)}
+    result = {
+        "start_pooled": {"problems": start},
+        "summary": summary,
+        "comparisons": comparisons(finals, start, ks),
+        "gain_change": gain_change(finals, start, ks[-1]),
+    }
     found = targets(finals, start, ks[-1]) if {"grpo", "poly_epo"} <= set(s.methods) else {}
     return result, found, finals
 
@@ -514,7 +537,7 @@ def compare(s: Settings, out: Path, page_path: Path | None) -> dict[str, Any]:
         "model": "SmolLM2-135M-Instruct" if s.model == DEFAULT_MODEL else s.model,
         "hardware": hardware(),
         "generation_backend": generation_backend(s),
-        "start_model": start,
+        "start_model": start_name(s),
         **result,
         "step_seconds": step_split(runs),
         "start_by_seed": start_finals,
@@ -527,7 +550,34 @@ def compare(s: Settings, out: Path, page_path: Path | None) -> dict[str, Any]:
     if speeds.is_file():
         report["speeds"] = json.loads(speeds.read_text())
     report["seconds"] = clock.tick()
-    (out / "results.json").write_text(json.dumps(report, indent=2))
+    publish(report, out, page_path)
+    return report
+
+
+def start_name(s: Settings) -> str:
+    """The start in words for results.json (a registered name, or the folder given), not a cache's path."""
+    if s.start:
+        return s.start
+    return "builtin:smollm2_names" if s.model == DEFAULT_MODEL else f"the names_by_letter warm start of {s.model}"
+
+
+def recomputed(report: dict[str, Any]) -> dict[str, Any]:
+    """``report`` (a results.json) with its summaries, paired comparisons and targets computed again by this library
+    from the per-prompt records it keeps (``start_by_seed``, ``runs``): what ``--results`` draws the page from."""
+    s = Settings(**report["settings"])
+    label_methods(s.methods)
+    result, found, _ = analysis(s, report["start_by_seed"], report["runs"])
+    again = {**report, **result}
+    if found:
+        again["targets"] = found
+    return again
+
+
+def publish(report: dict[str, Any], out: Path, page_path: Path | None) -> None:
+    """``DIR/results.json``, the figure, and the results block (``DIR/real_lm.md``, and ``page_path``'s if given)."""
+    out.mkdir(parents=True, exist_ok=True)
+    s = report["settings"]
+    (out / "results.json").write_text(json.dumps(report, indent=2) + "\n")
     figure(report, out / "real_lm.png")
     if "targets" in report:
         text = page(report, "figures/real_lm.png" if page_path else "real_lm.png")
@@ -537,10 +587,11 @@ def compare(s: Settings, out: Path, page_path: Path | None) -> dict[str, Any]:
             beside_page = page_path.parent / "figures" / "real_lm.png"
             beside_page.parent.mkdir(exist_ok=True)
             shutil.copyfile(out / "real_lm.png", beside_page)
-    print(f"\n{report['model']} on names_by_letter ({report['hardware']}); held out: {s.held_out}; seeds {s.seeds}")
+    print(
+        f"\n{report['model']} on names_by_letter ({report['hardware']}); held out: {s['held_out']}; seeds {s['seeds']}"
+    )
     print(console_table(report))
     print(f"results: {out / 'results.json'}   figure: {out / 'real_lm.png'}   ({report['seconds'] / 60:.1f} min)")
-    return report
 
 
 def console_table(report: dict[str, Any]) -> str:
@@ -558,14 +609,15 @@ def console_table(report: dict[str, Any]) -> str:
     lines = [format_table(summary, "", columns), format_table(report["comparisons"], "paired differences", chosen)]
     for name, target in report.get("targets", {}).items():
         lines.append(f"  {'met' if target['met'] else 'NOT met'}: {name} {target}")
+    for name, change in report.get("gain_change", {}).items():
+        lines.append(f"  {name}: gain over the start at pass@1 minus at pass@{ks[-1]}: {change}")
     for name, split in report.get("step_seconds", {}).items():
         lines.append(f"  {name}: " + ", ".join(f"{part} {seconds:.2f} s" for part, seconds in split.items()))
     return "\n".join(lines)
 
 
 def chosen_methods(parser: argparse.ArgumentParser, names: list[str]) -> list[str]:
-    """``all``: every registered method (GRPO and Poly-EPO first); else the names given, each registered. Each gets
-    its registered label where the comparison has none of its own."""
+    """``all``: every registered method (GRPO and Poly-EPO first); else the names given, each registered."""
     from poly_epo_trl.methods.base import METHODS as REGISTERED
 
     known = REGISTERED.names()
@@ -573,15 +625,28 @@ def chosen_methods(parser: argparse.ArgumentParser, names: list[str]) -> list[st
     unknown = [m for m in chosen if m not in known]
     if unknown:
         parser.error(f"--methods: {unknown} not registered; choose from {known} or all")
-    for m in chosen:
-        LABELS.setdefault(m, REGISTERED.get(m).label or m)
+    label_methods(chosen)
     return chosen
+
+
+def label_methods(names: list[str]) -> None:
+    """Each method its registered label where the comparison has none of its own."""
+    from poly_epo_trl.methods.base import METHODS as REGISTERED
+
+    for m in names:
+        LABELS.setdefault(m, REGISTERED.get(m).label or m)
 
 
 def parse_args(argv: list[str] | None) -> tuple[Settings, argparse.Namespace]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--page", type=Path, help="a docs page with the results block to fill (docs/pages/real-lm.md)")
+    parser.add_argument(
+        "--results",
+        type=Path,
+        help="a results.json to draw from instead of running (benchmarks/results/real_lm.json): every statistic "
+        "computed again from its per-prompt records, its settings the file's",
+    )
     parser.add_argument("--seeds", type=int, nargs="+", default=Settings().seeds)
     parser.add_argument(
         "--methods",
@@ -611,6 +676,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     settings, args = parse_args(argv)
+    if args.results:
+        report = recomputed(json.loads(args.results.read_text()))
+        publish(report, args.out, args.page)
+        return report
     return compare(settings, args.out, args.page)
 
 

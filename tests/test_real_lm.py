@@ -22,6 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 TINY = ["--seeds", "0", "--steps", "2", "--max-prompts", "2", "--prompts-per-step", "2", "--num-generations", "2"]
 TINY += ["--set-size", "1", "--eval-samples", "4", "--curve-every", "1", "--curve-samples", "2", "--workers", "2"]
 METHODS = {"grpo", "grpo_div", "novelty", "pass_at_k", "poly_epo"}
+REPORTED = ROOT / "benchmarks" / "results" / "real_lm.json"  # the reported run's results.json
 TARGETS = {"grpo_below_start", "poly_epo_keeps_coverage", "distinct_ratio", "pass_at_1"}
 
 needs_smollm2 = pytest.mark.skipif(
@@ -63,6 +64,32 @@ def test_the_targets_are_met_only_when_their_paired_interval_clears_the_bound():
     lower = [records([c - 1 if i % 2 else c for i, c in enumerate([8] * prompts)], [3.0] * prompts) for _ in range(3)]
     gap = targets({"grpo": full, "poly_epo": lower}, start, 4)["pass_at_1"]
     assert gap["poly_epo_minus_grpo"]["mean"] == pytest.approx(-1 / 16) and not gap["met"]
+
+
+def test_the_pages_results_are_drawn_from_the_reported_runs_records():
+    """The real-LM page's results block is what ``real_lm.py --results`` draws from the reported run's committed
+    results.json (``benchmarks/results/real_lm.json``): every summary, paired difference and target computed again
+    by this library from the per-prompt records the file keeps, and the README's real-LM row quotes its cells."""
+    from poly_epo_trl.evaluation.report import format_interval
+
+    module = benchmark()
+    report = json.loads(REPORTED.read_text())
+    again = module.recomputed(report)
+    for key in ("summary", "comparisons", "gain_change", "targets"):
+        assert json.loads(json.dumps(again[key])) == report[key], key
+    assert {len(runs) for runs in report["runs"].values()} == {len(report["settings"]["seeds"])}
+    start, end = module.PAGE_MARKERS
+    shown = (ROOT / "docs" / "pages" / "real-lm.md").read_text().split(start + "\n")[1].split("\n" + end)[0]
+    assert shown == module.page(again, "figures/real_lm.png")
+    summary, last = report["summary"], report["summary"]["Poly-EPO"]["ks"].index(64)
+    readme = (ROOT / "README.md").read_text()
+    for cell in (
+        format_interval(summary["Poly-EPO"]["pass_at_k"], 3, last),
+        format_interval(summary["GRPO (Dr.GRPO)"]["pass_at_k"], 3, last),
+        format_interval(report["comparisons"]["Poly-EPO - GRPO (Dr.GRPO)"]["pass@64"], 3),
+        format_interval(report["comparisons"]["GRPO (Dr.GRPO) - start"]["pass@64"], 3),
+    ):
+        assert cell in readme, cell
 
 
 def test_the_prefix_prompts_hold_out_the_rarer_answers_of_trained_letters():
@@ -141,6 +168,18 @@ def test_the_benchmark_runs_end_to_end_and_writes_every_field(tmp_path):
     assert "steps in" not in again.stdout
     rerun = json.loads((tmp_path / "out" / "results.json").read_text())
     assert rerun["summary"] == report["summary"] and rerun["seconds"] > report["seconds"]
+    # drawn again from the file alone (--results): the same statistics, the same page block, nothing trained
+    redraw = ["--results", str(tmp_path / "out" / "results.json"), "--out", str(tmp_path / "drawn")]
+    drawn = subprocess.run(
+        [sys.executable, "benchmarks/real_lm.py", *redraw],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert drawn.returncode == 0, drawn.stdout[-2000:] + drawn.stderr[-3000:]
+    assert (tmp_path / "drawn" / "real_lm.md").read_text() == (tmp_path / "out" / "real_lm.md").read_text()
+    assert json.loads((tmp_path / "drawn" / "results.json").read_text()) == rerun
 
 
 @needs_smollm2
