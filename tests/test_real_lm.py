@@ -88,6 +88,10 @@ def test_the_pages_results_are_drawn_from_the_reported_runs_records():
         format_interval(summary["GRPO (Dr.GRPO)"]["pass_at_k"], 3, last),
         format_interval(report["comparisons"]["Poly-EPO - GRPO (Dr.GRPO)"]["pass@64"], 3),
         format_interval(report["comparisons"]["GRPO (Dr.GRPO) - start"]["pass@64"], 3),
+        format_interval(report["comparisons"]["Poly-EPO - GRPO (Dr.GRPO)"]["distinct correct"], 3),
+        format_interval(report["gain_change"]["GRPO (Dr.GRPO)"], 3),
+        *(format_interval(summary[run]["distinct_correct_clusters"], 2) for run in ("Poly-EPO", "GRPO (Dr.GRPO)")),
+        *(format_interval(summary[run]["pass_at_k"], 3, 0) for run in ("Poly-EPO", "GRPO (Dr.GRPO)")),
     ):
         assert cell in readme, cell
 
