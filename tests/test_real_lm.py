@@ -173,7 +173,10 @@ def test_the_benchmark_runs_end_to_end_and_writes_every_field(tmp_path):
     rerun = json.loads((tmp_path / "out" / "results.json").read_text())
     assert rerun["summary"] == report["summary"] and rerun["seconds"] > report["seconds"]
     # drawn again from the file alone (--results): the same statistics, the same page block, nothing trained
+    drawn_page = tmp_path / "drawn.md"
+    drawn_page.write_text("# Real LM\n\n<!-- real-lm:start -->\nold\n<!-- real-lm:end -->\n\nprose after\n")
     redraw = ["--results", str(tmp_path / "out" / "results.json"), "--out", str(tmp_path / "drawn")]
+    redraw += ["--page", str(drawn_page)]
     drawn = subprocess.run(
         [sys.executable, "benchmarks/real_lm.py", *redraw],
         cwd=ROOT,
@@ -182,7 +185,7 @@ def test_the_benchmark_runs_end_to_end_and_writes_every_field(tmp_path):
         timeout=300,
     )
     assert drawn.returncode == 0, drawn.stdout[-2000:] + drawn.stderr[-3000:]
-    assert (tmp_path / "drawn" / "real_lm.md").read_text() == (tmp_path / "out" / "real_lm.md").read_text()
+    assert drawn_page.read_text() == page.read_text()
     assert json.loads((tmp_path / "drawn" / "results.json").read_text()) == rerun
 
 
