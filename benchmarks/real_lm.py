@@ -491,10 +491,9 @@ def write_page(text: str, path: Path) -> None:
     )
 
 
-def analysis(
-    s: Settings, start_finals: dict[str, Any], runs: dict[str, dict[str, Any]]
-) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
-    """The summaries (the pooled start and each method, with intervals), the paired comparisons and the targets."""
+def analysis(s: Settings, start_finals: dict[str, Any], runs: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The summaries (the pooled start and each method, with intervals), the paired comparisons, the gain changes,
+    and the targets where GRPO and Poly-EPO both ran."""
     from poly_epo_trl.evaluation.report import pooled_records, records_summary, reported_ks
 
     finals = {m: [r["final"]["problems"] for r in runs[m].values()] for m in s.methods}
@@ -508,8 +507,9 @@ def analysis(
         "comparisons": comparisons(finals, start, ks),
         "gain_change": gain_change(finals, start, ks[-1]),
     }
-    found = targets(finals, start, ks[-1]) if {"grpo", "poly_epo"} <= set(s.methods) else {}
-    return result, found, finals
+    if {"grpo", "poly_epo"} <= set(s.methods):
+        result["targets"] = targets(finals, start, ks[-1])
+    return result
 
 
 def step_split(runs: dict[str, dict[str, Any]]) -> dict[str, dict[str, float]]:
@@ -531,21 +531,18 @@ def compare(s: Settings, out: Path, page_path: Path | None) -> dict[str, Any]:
         flush=True,
     )
     start_finals, runs = run_all(s, start, out, clock)
-    result, found, _ = analysis(s, start_finals, runs)
     report = {
         "settings": asdict(s),
         "model": "SmolLM2-135M-Instruct" if s.model == DEFAULT_MODEL else s.model,
         "hardware": hardware(),
         "generation_backend": generation_backend(s),
         "start_model": start_name(s),
-        **result,
+        **analysis(s, start_finals, runs),
         "step_seconds": step_split(runs),
         "start_by_seed": start_finals,
         "runs": runs,
         "python": platform.python_version(),
     }
-    if found:
-        report["targets"] = found
     speeds = out / "speeds.json"
     if speeds.is_file():
         report["speeds"] = json.loads(speeds.read_text())
@@ -566,11 +563,7 @@ def recomputed(report: dict[str, Any]) -> dict[str, Any]:
     from the per-prompt records it keeps (``start_by_seed``, ``runs``): what ``--results`` draws the page from."""
     s = Settings(**report["settings"])
     label_methods(s.methods)
-    result, found, _ = analysis(s, report["start_by_seed"], report["runs"])
-    again = {**report, **result}
-    if found:
-        again["targets"] = found
-    return again
+    return {**report, **analysis(s, report["start_by_seed"], report["runs"])}
 
 
 def publish(report: dict[str, Any], out: Path, page_path: Path | None) -> None:
