@@ -59,8 +59,9 @@ class SetBatch:
     method without a judge), the advantages [G, N] the step trained on (NaN until the method gave them), the mode
     ("train" or "eval"), and per row the problem, the completion as judges read it by default
     (``text.trajectory_text``) and as they take it (``text.judge_input``: strings, or an agent's messages); the
-    judge's verdict per group (None where it did not judge); the run's degenerate cluster id and the reward from
-    which a rollout counts as correct."""
+    judge's verdict per group (None where it did not judge); the run's degenerate cluster id, the reward from
+    which a rollout counts as correct, and the run's reward floor (``floor.RewardFloor``: no scored reward is below
+    it)."""
 
     rewards: torch.Tensor
     cluster_ids: torch.Tensor
@@ -72,6 +73,12 @@ class SetBatch:
     verdicts: list[JudgeResult | None]
     degenerate_cluster_id: int = DEGENERATE_CLUSTER_ID
     correct_reward_threshold: float = 1.0
+    reward_floor: float = 0.0
+
+    def floored_rewards(self) -> torch.Tensor:
+        """The rewards read from the run's floor, r - F >= 0 (NaN stays NaN): what a method that multiplies rewards
+        reads, so that a negative reward never turns its factor into a penalty (``floor``)."""
+        return self.rewards - self.reward_floor
 
     @property
     def group_size(self) -> int:
@@ -108,7 +115,9 @@ class Method:
     not declared, ``fn`` is given the run's settings); ``label``: its name on model cards; ``column`` and
     ``weight`` (a number, or the name of the setting that holds it): a bonus's reward column; ``state``: a factory
     of its state across steps; ``describe``: its line on the model card, from its settings; ``tags`` and ``paper``
-    (title, arXiv id, citation): the model card's, TRL's GRPO paper when None."""
+    (title, arXiv id, citation): the model card's, TRL's GRPO paper when None; ``reads_floor``: it multiplies
+    rewards, so it reads them from the run's reward floor (``SetBatch.floored_rewards``; the start-up line says the
+    floor and the log says when it moves)."""
 
     name: str
     kind: str
@@ -122,6 +131,7 @@ class Method:
     describe: Callable[[Any], str] | None = None
     tags: tuple[str, ...] = field(default_factory=tuple)
     paper: Mapping[str, str] | None = None
+    reads_floor: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -184,6 +194,7 @@ def advantage_method(
     describe: Callable[[Any], str] | None = None,
     tags: Sequence[str] = (),
     paper: Mapping[str, str] | None = None,
+    reads_floor: bool = False,
 ) -> Callable[[Callable[..., Any]], Method]:
     """Decorator: ``fn(batch, settings) -> advantages [G, N]`` (or ``(advantages, metrics)``; with ``state``:
     ``fn(batch, settings, state)``) as a method that replaces GRPO's advantage, registered as ``name`` when given
@@ -198,6 +209,7 @@ def advantage_method(
         describe=describe,
         tags=tuple(tags),
         paper=paper,
+        reads_floor=reads_floor,
     )
 
 
@@ -213,6 +225,7 @@ def bonus_method(
     describe: Callable[[Any], str] | None = None,
     tags: Sequence[str] = (),
     paper: Mapping[str, str] | None = None,
+    reads_floor: bool = False,
 ) -> Callable[[Callable[..., Any]], Method]:
     """Decorator: ``fn(batch, settings) -> bonus [G, N]`` as a method that adds a reward column (``column``, by
     default the method's name) of weight ``weight`` (a number, or the name of the setting that holds it), GRPO's
@@ -231,6 +244,7 @@ def bonus_method(
             describe=describe,
             tags=tuple(tags),
             paper=paper,
+            reads_floor=reads_floor,
         )(fn)
 
     return decorate

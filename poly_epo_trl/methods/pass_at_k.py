@@ -17,7 +17,7 @@ from math import comb
 import torch
 
 from .base import SetBatch, advantage_method
-from .settings import FITS_GROUP
+from .settings import AT_ONE, FITS_GROUP
 
 PASS_AT_K_PAPER = {
     "title": "Pass@k Training for Adaptively Balancing Exploration and Exploitation of Large Reasoning Models",
@@ -57,6 +57,8 @@ class PassAtKSettings:
             "help": "k, the size of the sets whose pass@k is trained for (left unset: 4, or N - 1 for a group of N "
             "<= 4).",
             FITS_GROUP: True,
+            AT_ONE: "pass@1 is the mean reward, so the advantage is GRPO's, std-normalised, on correct or not; "
+            "num_generations of 3 or more gives k = 2",
         },
     )
 

@@ -11,7 +11,7 @@ import torch
 
 from ..advantages import BUILTIN_OBJECTIVES, ESTIMATORS, OBJECTIVES, REDUCTIONS, marginal_set_advantages
 from .base import SetBatch, advantage_method
-from .settings import FITS_GROUP
+from .settings import AT_ONE, FITS_GROUP
 
 POLY_EPO_PAPER = {
     "title": "Poly-EPO: Training Exploratory Reasoning Models",
@@ -38,6 +38,8 @@ class SetSettings:
             "help": "Set size n; sets are all C(N, n) subsets of a group (left unset: 4, or N - 1 for a group of N <= "
             "4, said in the log). Paper: 4.",
             FITS_GROUP: True,
+            AT_ONE: "a set of one rollout holds no diversity, so Poly-EPO's advantage is Dr.GRPO's on the mean "
+            "reward (a degenerate rollout's reward counted as 0); num_generations of 3 or more gives sets of 2",
         },
     )
     set_objective: str = field(
@@ -105,13 +107,20 @@ def describe(settings: SetSettings) -> str:
 
 
 @advantage_method(
-    "poly_epo", settings=SetSettings, label="Poly-EPO", describe=describe, tags=("poly-epo",), paper=POLY_EPO_PAPER
+    "poly_epo",
+    settings=SetSettings,
+    label="Poly-EPO",
+    describe=describe,
+    tags=("poly-epo",),
+    paper=POLY_EPO_PAPER,
+    reads_floor=True,
 )
 def set_advantage(batch: SetBatch, settings: SetSettings) -> tuple[torch.Tensor, dict[str, float]]:
-    """Marginal set advantages [G, N], and the mean set value of the batch (``set_score``). A group no larger than
-    ``set_size`` (an evaluation with fewer generations) is a single set: its advantages are 0."""
+    """Marginal set advantages [G, N] of the rewards read from the run's floor (``floor``: r - F, the paper's
+    objective where every reward is >= 0 and F = 0), and the mean set value of the batch (``set_score``). A group no
+    larger than ``set_size`` (an evaluation with fewer generations) is a single set: its advantages are 0."""
     advantages, set_values = marginal_set_advantages(
-        batch.rewards,
+        batch.floored_rewards(),
         batch.cluster_ids,
         min(settings.set_size, batch.group_size),
         objective=settings.set_objective,
@@ -122,6 +131,6 @@ def set_advantage(batch: SetBatch, settings: SetSettings) -> tuple[torch.Tensor,
         num_sampled_sets=settings.num_sampled_sets,
         max_enumerated_sets=settings.max_enumerated_sets,
         return_baseline=True,
-        correct_reward_threshold=batch.correct_reward_threshold,
+        correct_reward_threshold=batch.correct_reward_threshold - batch.reward_floor,
     )
     return advantages, {"set_score": torch.nanmean(set_values).item()}

@@ -17,6 +17,7 @@ from ..recipe import check_field_types
 from .base import Method
 
 FITS_GROUP = "fits_group"  # field marker: a size 1 <= n < N of the group's N rollouts
+AT_ONE = "at_one"  # field metadata: what the size 1 means for the method, said in the run's start-up line
 
 
 @dataclass(frozen=True)

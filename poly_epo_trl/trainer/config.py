@@ -76,6 +76,17 @@ class PolyEPOSettings(JudgeSettings, BuiltinMethodFields):
         },
     )
 
+    reward_floor: float = field(
+        default=0.0,
+        metadata={
+            "help": "The reward that methods multiplying rewards (Poly-EPO's set objective: mean reward x distinct "
+            "strategies / n) count as nothing: they read r - floor, so a negative reward (a format or length "
+            "penalty) never turns diversity into a penalty. A reward below the floor lowers it to that reward (said "
+            "in the log, kept in checkpoints). With rewards >= 0 and the default 0: the paper's objective exactly. "
+            "Declare your rewards' lowest value (-2 for a -2 format penalty) to fix it from the first step."
+        },
+    )
+
     judge_audit_fraction: float = field(
         default=1.0,
         metadata={
@@ -281,11 +292,11 @@ def trainer_config(
     return config, settings
 
 
-def start_line(trainer: str, method: Any, chosen: dict[str, tuple[Any, str]]) -> str:
+def start_line(trainer: str, method: Any, chosen: dict[str, tuple[Any, str]], notes: list[str] = ()) -> str:
     """What a run trains with and where each came from: ``chosen`` maps the method, the judge and the method's sizes
     that fit the group (``methods.shown_settings``) to (value, source), the source being how the user gave it,
-    ``"default"`` or ``"fitted: why"``;
-    a default names the keyword that changes it."""
+    ``"default"`` or ``"fitted: why"``; a default names the keyword that changes it. ``notes``: sentences said
+    after it (what a setting means for this run)."""
     parts = []
     for name, (value, source) in chosen.items():
         if source == "default":
@@ -294,7 +305,8 @@ def start_line(trainer: str, method: Any, chosen: dict[str, tuple[Any, str]]) ->
             parts.append(f"{name} {value!r} ({source}; {name}=... sets it)")
         else:
             parts.append(f"{name} {value!r} (given: {source})")
-    return f"{trainer} ({method.label or method.name}) trains with " + ", ".join(parts) + "."
+    line = f"{trainer} ({method.label or method.name}) trains with " + ", ".join(parts) + "."
+    return " ".join([line, *(f"{note[0].upper()}{note[1:]}." for note in notes)])
 
 
 def settings_names() -> frozenset[str]:

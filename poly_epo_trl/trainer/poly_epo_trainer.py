@@ -37,6 +37,8 @@ from ..environments import agent_tools
 from ..judges import JudgePipeline
 from ..judges.prompts import describe_tools
 from ..methods import Method, MethodResult, Resolved, apply_method, get_method, resolve_settings, shown_settings
+from ..methods.floor import RewardFloor
+from ..methods.settings import AT_ONE
 from ..models import check_model_settings
 from ..rewards.checks import checked_reward
 from . import step as steps
@@ -68,6 +70,7 @@ TRL_DEPRECATION = r"`is_gradient_checkpointing` is deprecated"
 # buffer (with steps_per_generation > 1, several steps train on one buffered batch)
 TRL_RESUMED = ("_step", "_buffered_inputs")
 METHOD_STATE = "method_state"  # a method's state across steps, under this name in the checkpoints' state files
+REWARD_FLOOR = "reward_floor"  # the run's reward floor, under this name in the checkpoints' state files
 PROBE_BUDGET_SECONDS = 15.0  # as a recipe's judge probe
 
 
@@ -112,7 +115,10 @@ class PolyEPOTrainer(GRPOTrainer):
             self.method, {**self.settings.given_settings, **given}, config.num_generations, self.settings, routes
         )
         self.method_settings = self.resolved.settings  # what the method is given
-        self.start_line = start_line(name, self.method, self.chosen_settings(method, judge, routes))
+        self.reward_floor = RewardFloor(self.settings.reward_floor)
+        self.start_line = start_line(
+            name, self.method, self.chosen_settings(method, judge, routes), self.start_notes()
+        )
         logger.warning(self.start_line)
         if check_inputs:
             self.check_inputs(arguments)
@@ -267,6 +273,8 @@ class PolyEPOTrainer(GRPOTrainer):
             parts.update(self.judging.resumable())
         if self.method_state is not None:
             parts[METHOD_STATE] = (self.method_state.state_dict, self.method_state.load_state_dict)
+        if self.method.reads_floor:
+            parts[REWARD_FLOOR] = (self.reward_floor.state_dict, self.reward_floor.load_state_dict)
         return parts
 
     def add_bonus_column(self) -> None:
@@ -368,9 +376,13 @@ class PolyEPOTrainer(GRPOTrainer):
         if self.judging is not None:
             batch = self.judging.judged_batch(self.step, host[:, :columns], weights, prompts, completions)
         else:
-            batch = steps.set_batch(self.step, host[:, :columns], weights, *steps.gather_texts(prompts, completions))
+            texts = steps.gather_texts(prompts, completions)
+            degenerate = self.settings.degenerate_cluster_id
+            batch = steps.set_batch(self.step, host[:, :columns], weights, *texts, degenerate_cluster_id=degenerate)
         batch.degenerate_cluster_id = self.settings.degenerate_cluster_id  # the run's, which every method may read
         batch.correct_reward_threshold = self.settings.correct_reward_threshold
+        if self.method.reads_floor:
+            self.read_floor(batch)
         began = time.perf_counter()
         result = apply_method(self.method, batch, self.method_settings, self.args.scale_rewards, self.method_state)
         self.log_metric(mode, "time/advantage", time.perf_counter() - began)
@@ -378,6 +390,41 @@ class PolyEPOTrainer(GRPOTrainer):
         if self.judging is not None:
             self.judging.record_verdicts(batch, len(prompts), self.state.global_step)
         return rewards
+
+    def read_floor(self, batch: SetBatch) -> None:
+        """The run's reward floor on ``batch`` (``methods.floor``), lowered to the batch's lowest reward where that is
+        below it: said as a WARNING the first time, at INFO after; ``rewards/floor`` logs it every step."""
+        lowest = self.reward_floor.update(batch.rewards)
+        if lowest is not None:
+            message = (
+                "Rewards below the reward floor: this step's lowest is %g. %s multiplies rewards, so a negative "
+                "reward would turn what it multiplies by (for Poly-EPO, each distinct strategy) into a penalty; it "
+                "reads r - floor instead, and the floor is now %g (the lowest reward seen; it only moves down, logged "
+                "as rewards/floor). Declare your rewards' lowest value (reward_floor: ...) to fix it from the first "
+                "step."
+            )
+            args = (lowest, self.method.label or self.method.name, self.reward_floor.value)
+            if "reward_floor" in self.warnings.said:
+                logger.info(message, *args)
+            else:
+                self.warnings.warn("reward_floor", message, *args)
+        batch.reward_floor = self.reward_floor.value
+        self.log_metric(batch.mode, "rewards/floor", self.reward_floor.value)
+
+    def start_notes(self) -> list[str]:
+        """What the start-up line says beside the chosen settings: the reward floor of a method that multiplies
+        rewards, and what a size of 1 means for the method (its field's ``AT_ONE``)."""
+        notes = []
+        if self.method.reads_floor:
+            notes.append(
+                f"{self.method.label or self.method.name} multiplies rewards: it reads them from the reward floor "
+                f"{self.reward_floor.declared:g} (r - floor; a lower reward lowers the floor to it, said in the log; "
+                "reward_floor=... declares it)"
+            )
+        for spec in self.method.setting_fields():
+            if spec.metadata.get(AT_ONE) and getattr(self.method_settings, spec.name) == 1:
+                notes.append(f"{spec.name} 1: {spec.metadata[AT_ONE]}")
+        return notes
 
     def deliver(self, result: MethodResult, batch: SetBatch, rewards: torch.Tensor) -> torch.Tensor:
         """The method's result where TRL reads it: advantages for seam 3, or the bonus column of ``rewards`` (on the
