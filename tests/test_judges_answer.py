@@ -18,11 +18,13 @@ RAMBLING = [
 
 
 def test_rambling_without_an_answer_is_degenerate_under_the_default_judge():
-    """A policy that rambles differently each time gains no diversity from it: every such completion is id 100."""
+    """A policy that rambles differently each time gains no diversity from it: every such completion is id 100. A
+    short text answer is a strategy where the group's answers are text (the names tasks), and none beside numbers."""
     completions = [*RAMBLING, "So the answer is \\boxed{7}.", "It is 7", "Anna"]
     labels = labels_of(AnswerJudge(), "What is 3 + 4?", completions)
     assert labels[:3] == [100, 100, 100]
-    assert labels[3] == labels[4] != 100 and labels[5] not in (100, labels[3])
+    assert labels[3] == labels[4] != 100 and labels[5] == 100
+    assert labels_of(AnswerJudge(), "Name one", [*RAMBLING[:1], "Anna", "Bob", "anna"]) == [100, 0, 1, 0]
 
 
 @pytest.mark.parametrize(
@@ -50,3 +52,40 @@ def test_equal_numbers_written_differently_are_one_strategy():
     assert labels_of(AnswerJudge(), "Half of 1?", completions) == [0, 0, 0, 0, 1]
     huge = labels_of(AnswerJudge(), "q", ["\\boxed{1e999999999}", "\\boxed{1e999999998}"])  # never expanded
     assert huge == [0, 1]
+
+
+def test_answers_in_tags_are_read_as_people_write_them():
+    """Inside <answer> tags a LaTeX fraction, a slash fraction and the decimal are one answer (a fraction's
+    denominator is not the answer), and only the last tagged answer counts."""
+    group = [
+        "<think>half of it</think><answer>$\\frac{1}{2}$</answer>",
+        "<answer>0.5</answer>",
+        "<answer>2/4</answer>",
+        "<answer>\\dfrac{1}{2}</answer>",
+        "<think>maybe 3</think><answer>1/3</answer>",
+        "<answer>7</answer> and later <answer>2</answer>",
+    ]
+    assert labels_of(AnswerJudge(), "Half of 1?", group) == [0, 0, 0, 0, 1, 2]
+    assert final_answer("<answer>$\\frac{1}{2}$</answer>") == "1/2"
+
+
+def test_a_bare_expression_is_one_answer_whatever_the_order_of_its_sums_and_products():
+    """A countdown equation: reordered sums and products are one strategy, a different expression another; a worked
+    line with its result is the result."""
+    group = [
+        "<answer>(25 - 5) * 3</answer>",
+        "<answer>3 * (25 - 5)</answer>",
+        "<answer>3*(-5 + 25)</answer>",
+        "<answer>(5 - 25) * 3</answer>",
+        "<answer>25 * 3 - 5 * 3</answer>",
+        "<answer>3 + 57 = 60</answer>",
+    ]
+    labels = labels_of(AnswerJudge(), "Make 60 from 25, 5, 3", group)
+    assert labels[:3] == [0, 0, 0] and len(set(labels)) == 4 and labels[5] == 3
+    assert final_answer(group[5]) == "60"
+
+
+def test_a_short_aside_in_a_math_group_is_no_strategy():
+    """In a GSM8K group, "Let me think again." (4 words, no number) is degenerate however short."""
+    group = ["The total is 18 eggs. <answer>18</answer>", "Let me think again.", "<answer>16</answer>", "Hmm."]
+    assert labels_of(AnswerJudge(), "How many eggs?", group) == [0, 100, 1, 100]
