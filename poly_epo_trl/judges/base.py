@@ -36,13 +36,22 @@ def normalize_labels(labels: Sequence[int], degenerate_cluster_id: int = DEGENER
     return out
 
 
+def distinct_labels(size: int, degenerate_cluster_id: int = DEGENERATE_CLUSTER_ID) -> list[int]:
+    """Every completion of a group of ``size`` its own cluster, 0, 1, 2, ... stepping over the degenerate id (with it
+    at 0, the ids are 1..size; in a group of 101 with it at 100, the last is 101): a fallback that never marks a
+    completion degenerate."""
+    return [i + (0 <= degenerate_cluster_id <= i) for i in range(size)]
+
+
 @dataclass
 class Clusters:
     """A judge's answer for one group that names its strategies: an id and a description (None where the judge gave
-    none) per completion. ``acluster`` returns this, or the ids alone."""
+    none) per completion, and what its reply held beyond them, read past (``ignored``: an LM judge's extra keys, for
+    the audit trail). ``acluster`` returns this, or the ids alone."""
 
     ids: list[int]
     strategies: list[str | None] | None
+    ignored: dict[str, Any] | None = None
 
 
 class ClusteringJudge:
@@ -129,7 +138,7 @@ class ClusteringJudge:
         named = isinstance(answer, Clusters)
         labels = self.check_labels(answer.ids if named else answer, len(completions))
         strategies = self.check_strategies(answer.strategies, len(completions)) if named else None
-        return Clusters(labels, strategies)
+        return Clusters(labels, strategies, answer.ignored if named else None)
 
     def cluster_groups(self, groups: Sequence[Group]) -> list[list[int]]:
         """Judge a batch of groups with this judge alone (no chain, no fallback: a failure raises),

@@ -20,7 +20,7 @@ from typing import Any
 from .base import ClusteringJudge, Clusters
 from .cache import JudgeCache, cache_key
 from .errors import InvalidAnswer, RequestRejected
-from .prompts import JudgeTemplate, correction, keep_end, known_strategies, merge_part, parse_judgement, split_evenly
+from .prompts import JudgeTemplate, correction, keep_end, known_strategies, merge_part, read_judgement, split_evenly
 from .resilience import AdaptiveConcurrency, CircuitBreaker, RetryPolicy, call_with_retries
 
 logger = logging.getLogger(__name__)
@@ -178,16 +178,17 @@ class LMJudge(ClusteringJudge):
             return Clusters(ids, strategies or [None] * len(ids))
         if not split:
             content = self.template.render(prompt, completions, self.max_response_chars, self.tools)
-            ids, strategies = await self._judge(content, completions)
+            ids, strategies, ignored = await self._judge(content, completions)
         else:
             known: dict[int, str] = {}
-            ids, strategies = [], []
+            ids, strategies, ignored = [], [], {}
             for part in split_evenly(len(completions), cap):
                 answers = completions[part.start : part.stop]
                 content = self.template.render(prompt, answers, self.max_response_chars, self.tools)
                 if known:
                     content += known_strategies(known, self.degenerate_cluster_id)
-                part_ids, part_strategies = await self._judge(content, answers)
+                part_ids, part_strategies, part_ignored = await self._judge(content, answers)
+                ignored.update(part_ignored)
                 described = [  # a response's words outside its block: one JSON string, its quotes escaped
                     s or f"like this answer: {json.dumps(_gist(a))}"
                     for s, a in zip(part_strategies, answers, strict=True)
@@ -197,15 +198,16 @@ class LMJudge(ClusteringJudge):
                 self.stats["split_requests"] += 1
         if self.cache is not None:
             self.cache.put(key, ids, strategies)
-        return Clusters(ids, strategies)
+        return Clusters(ids, strategies, ignored or None)
 
-    async def _judge(self, content: str, answers: list[str]) -> tuple[list[int], list[str | None]]:
-        """Ids and strategies of the answers in one prompt; an invalid reply is re-asked once with the error."""
+    async def _judge(self, content: str, answers: list[str]) -> tuple[list[int], list[str | None], dict[str, Any]]:
+        """Ids and strategies of the answers in one prompt, and what the valid reply held beyond them (read past,
+        for the audit trail: ``prompts.read_judgement``); an invalid reply is re-asked once with the error."""
         n = len(answers)
         messages = [{"role": "user", "content": content}]
         reply = await self._ask(messages, n, self.temperature)
         try:
-            return parse_judgement(reply.text, n)
+            return self._read(reply.text, n)
         except InvalidAnswer as error:
             self.stats["invalid_answers"] += 1
             self.stats["corrective_turns"] += 1
@@ -215,10 +217,16 @@ class LMJudge(ClusteringJudge):
             ]
         reply = await self._ask(messages, n, max(self.temperature, self.corrective_temperature))
         try:
-            return parse_judgement(reply.text, n)
+            return self._read(reply.text, n)
         except InvalidAnswer:
             self.stats["invalid_answers"] += 1
             raise
+
+    def _read(self, text: str, n: int) -> tuple[list[int], list[str | None], dict[str, Any]]:
+        ids, strategies, ignored = read_judgement(text, n)
+        if ignored:
+            self.stats["replies_with_ignored_keys"] += 1
+        return ids, strategies, ignored
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model={self.model!r}, template={self.template.name!r})"

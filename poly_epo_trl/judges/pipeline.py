@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .base import ClusteringJudge, Group
+from .base import ClusteringJudge, Group, distinct_labels
 from .errors import CircuitOpen, JudgeError, ServiceError
 from .loop import JudgeLoop
 from .outage import OutageWait, RateLimitedWarning
@@ -28,7 +28,8 @@ class JudgeResult:
     """One group's verdict. ``fallback`` is None when a judge answered; otherwise "distinct" (``labels`` gives every
     completion its own cluster), "grpo" or "skip" (no labels: the trainer uses Dr.GRPO's advantage, or 0), and
     ``cause`` says why. ``strategies``: the answering judge's description per completion, where it gives them;
-    ``seconds``: from the group's start to its verdict (chain, retries and waiting out an outage included)."""
+    ``seconds``: from the group's start to its verdict (chain, retries and waiting out an outage included);
+    ``ignored``: what the answering judge's reply held beyond the ids, read past (None: nothing)."""
 
     labels: list[int] | None
     judge: str
@@ -36,6 +37,7 @@ class JudgeResult:
     cause: str | None = None
     strategies: list[str | None] | None = None
     seconds: float = 0.0
+    ignored: dict | None = None
 
 
 JUDGING_FAILURES = (JudgeError, ValueError, OSError)
@@ -100,8 +102,9 @@ class JudgePipeline:
                 else:
                     self.stats[f"answered_by/{judge.name}"] += 1
                     self.stats.update({f"{judge.name}/{k}": v for k, v in judge.pop_stats().items()})
+                seconds = time.perf_counter() - start
                 return JudgeResult(
-                    answer.ids, judge.name, strategies=answer.strategies, seconds=time.perf_counter() - start
+                    answer.ids, judge.name, strategies=answer.strategies, seconds=seconds, ignored=answer.ignored
                 )
             if not (self.max_outage_seconds > 0 and isinstance(own_error, (ServiceError, CircuitOpen))):
                 if own_error is not None:
@@ -126,7 +129,7 @@ class JudgePipeline:
                 error,
             )
         )
-        labels = list(range(size)) if self.fallback == "distinct" else None
+        labels = distinct_labels(size, self.degenerate_cluster_id) if self.fallback == "distinct" else None
         return JudgeResult(labels, self.judge.name, self.fallback, self.last_failure, seconds=seconds)
 
     def probe(self, budget: float) -> None:

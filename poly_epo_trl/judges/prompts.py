@@ -10,6 +10,7 @@ import re
 import string
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from ..constants import DEGENERATE_CLUSTER_ID
 from .errors import InvalidAnswer
@@ -167,13 +168,25 @@ def parse_cluster_ids(text: str, num_completions: int) -> list[int]:
 
 def parse_judgement(text: str, num_completions: int) -> tuple[list[int], list[str | None]]:
     """The cluster ids of ``parse_cluster_ids`` and, per answer, its ``strategy`` text (None when not given)."""
+    ids, strategies, _ = read_judgement(text, num_completions)
+    return ids, strategies
+
+
+def read_judgement(text: str, num_completions: int) -> tuple[list[int], list[str | None], dict[str, Any]]:
+    """``parse_judgement``'s ids and strategies, and what else the reply's object held (keys beyond "1".."N", such
+    as a ``"note"``): a reply that holds every answer's id is read whatever else it holds (the authors' parser reads
+    it so); the rest is kept for the audit trail. InvalidAnswer when an answer's key or id is missing."""
     answer = extract_json(text)
     if not isinstance(answer, dict):
         raise InvalidAnswer(f"the reply's JSON is a {type(answer).__name__}, not an object")
     answer = {str(key).strip(): value for key, value in answer.items()}
     expected = {str(i) for i in range(1, num_completions + 1)}
-    if set(answer) != expected:
-        raise InvalidAnswer(f'keys {sorted(answer, key=str)} instead of "1" to "{num_completions}"')
+    missing = expected - set(answer)
+    if missing:
+        raise InvalidAnswer(
+            f'keys {sorted(answer, key=str)} instead of "1" to "{num_completions}" (missing '
+            f"{sorted(missing, key=int)})"
+        )
     ids, strategies = [], []
     for key in sorted(expected, key=int):
         value = answer[key]
@@ -184,7 +197,7 @@ def parse_judgement(text: str, num_completions: int) -> tuple[list[int], list[st
         ids.append(cluster_id)
         strategy = value.get("strategy") if isinstance(value, dict) else None
         strategies.append(" ".join(strategy.split()) if isinstance(strategy, str) and strategy.strip() else None)
-    return ids, strategies
+    return ids, strategies, {key: value for key, value in answer.items() if key not in expected}
 
 
 def split_evenly(count: int, most: int) -> list[range]:
@@ -274,6 +287,7 @@ __all__ = [
     "merge_part",
     "parse_cluster_ids",
     "parse_judgement",
+    "read_judgement",
     "render_responses",
     "response_blocks",
     "split_evenly",

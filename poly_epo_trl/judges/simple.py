@@ -7,7 +7,7 @@ from collections.abc import Callable, Hashable, Iterable
 from typing import Any
 
 from ..constants import DEGENERATE_CLUSTER_ID
-from .base import ClusteringJudge
+from .base import ClusteringJudge, distinct_labels
 
 
 def clusters_by(keys: Iterable[Hashable | None]) -> list[int]:
@@ -46,9 +46,9 @@ class CallableJudge(ClusteringJudge):
 
 
 class DistinctJudge(ClusteringJudge):
-    """Every completion is its own cluster (the authors' fallback when the judge fails)."""
+    """Every completion is its own cluster (the authors' fallback when the judge fails), none of them degenerate."""
 
     name = "distinct"
 
     async def acluster(self, prompt: str, completions: list[str]) -> list[int]:
-        return list(range(len(completions)))
+        return distinct_labels(len(completions), self.degenerate_cluster_id)

@@ -19,9 +19,10 @@ from typing import Any
 import torch
 from accelerate.utils import gather_object
 
-from ..evaluation.diversity import group_diversity_metrics
+from ..evaluation.diversity import distinct_per_group, group_diversity_metrics
 from ..judges import JudgeFailing, JudgePipeline, JudgeResult, step_metrics
 from ..judges.audit import JudgeAudit
+from ..judges.base import distinct_labels
 from . import step as steps
 from .config import PolyEPOSettings
 from .preemption import StepAbandoned
@@ -34,6 +35,8 @@ ABANDONED = StepAbandoned.__name__  # how a dropped step reads among the failure
 PATIENCE = "_steps_over_fallback_frac"  # the judge's fallback patience, under its name in the state files
 ROLLOUT_TRAJECTORY = "trajectory"  # a rollout_func's extra field: each completion's chat messages, for the judge
 VERDICT_POLL_SECONDS = 0.5  # how often a step waiting for its verdicts checks for a preemption signal
+MISFIT_DEGENERATE_FRAC = 0.5  # a judge marking more of a step's completions degenerate than this may not fit the task
+MISFIT_REPEATS = (10, 100, 1000)  # a misfit said at its first step, and again when it has lasted this many in a row
 
 
 MetricLog = Callable[[str, str, float], None]  # (mode, name, value): one value of a metric for the step's log
@@ -64,6 +67,7 @@ class GroupJudging:
         self.log_metric, self.log_column, self.should_abandon = log_metric, log_column, should_abandon
         self.rollout_tokenizer = rollout_tokenizer
         self.steps_over_fallback_frac = 0  # resumed with a checkpoint (``resumable``)
+        self.misfit_steps = 0  # training steps in a row whose verdicts suggest the judge does not fit the task
         self.audit = JudgeAudit(output_dir)
         # The audit trail is written by one thread of its own, in order, off the step's path; ``flush`` waits for it
         # (before a checkpoint and at the end of training, so what a checkpoint saw is on disk)
@@ -145,7 +149,8 @@ class GroupJudging:
             all_prompts, all_completions = gather_texts(prompts, completions)
             cluster_ids = torch.zeros((len(all_completions), 1), dtype=torch.long)
             verdicts = [None] * len(all_completions)
-        return set_batch(step, rewards, weights, all_prompts, all_completions, cluster_ids, verdicts)
+        degenerate = self.settings.degenerate_cluster_id
+        return set_batch(step, rewards, weights, all_prompts, all_completions, cluster_ids, verdicts, degenerate)
 
     def join(self, pending: PendingJudge) -> tuple[torch.Tensor, list[JudgeResult]]:
         """Wait for this process's verdicts and share them (a collective): cluster ids [G, N] and each group's
@@ -173,7 +178,11 @@ class GroupJudging:
         verdicts: list[JudgeResult | None] = [None] * len(labels)
         for _, _, owned, results in judged:
             for g, result in zip(owned, results, strict=True):
-                labels[g] = list(result.labels) if result.labels is not None else list(range(pending.group_size))
+                labels[g] = (
+                    list(result.labels)
+                    if result.labels is not None
+                    else distinct_labels(pending.group_size, self.settings.degenerate_cluster_id)
+                )
                 verdicts[g] = result
         if any(row is None for row in labels):
             raise RuntimeError("Some groups were not judged by any process; the batch layout is not the expected one.")
@@ -235,6 +244,8 @@ class GroupJudging:
         threshold, degenerate = settings.correct_reward_threshold, settings.degenerate_cluster_id
         for name, value in group_diversity_metrics(batch.rewards, batch.cluster_ids, threshold, degenerate).items():
             self.log_metric(batch.mode, f"poly_epo/{name}", value)
+        if batch.mode == "train":
+            self.check_fit(batch)
         start = self.accelerator.process_index * local_rows
         for name, values in judge_columns(batch, threshold, degenerate).items():
             self.log_column(name, values[start : start + local_rows])
@@ -242,6 +253,26 @@ class GroupJudging:
             step = global_step + (batch.mode == "train")
             self.check_written()
             self.written = self.writer.submit(self.write_audit, batch, step, settings.judge_audit_fraction)
+
+    def check_fit(self, batch: SetBatch) -> None:
+        """A WARNING when the judge seems not to fit the task (``judge_misfit``): at the first such training step,
+        and again when it has lasted ``MISFIT_REPEATS`` steps in a row."""
+        misfit = judge_misfit(batch, self.settings.degenerate_cluster_id)
+        self.misfit_steps = self.misfit_steps + 1 if misfit else 0
+        if misfit is None or not (self.misfit_steps in MISFIT_REPEATS or "judge_misfit" not in self.warnings.said):
+            return
+        self.warnings.said.add("judge_misfit")
+        lasted = f" (for {self.misfit_steps} training steps in a row)" if self.misfit_steps > 1 else ""
+        logger.warning(
+            "%s %s%s: the set objective finds no diversity to reward there, and groups with one strategy train on "
+            "the reward alone. The judge may not fit this task's completions (or the policy has collapsed onto one "
+            "answer). Judges that fit: free text, judge: embedding; equations or expressions, judge: answer:text or "
+            "a judge of your own (judge: python:package.module:function). poly_epo/degenerate_frac and "
+            "poly_epo/distinct_clusters track it every step.",
+            self.pipeline.where().capitalize(),
+            misfit,
+            lasted,
+        )
 
     def write_audit(self, batch: SetBatch, step: int, fraction: float) -> None:
         """The batch's judged groups into the audit trail (on the audit thread; the batch is not changed after)."""
@@ -264,3 +295,20 @@ class GroupJudging:
             f"- Judge: `{spec}` ({self.pipeline.name}), clustering each group of N = {num_generations} completions "
             f"into strategies; fallback `{self.pipeline.fallback}`."
         )
+
+
+def judge_misfit(batch: SetBatch, degenerate_cluster_id: int) -> str | None:
+    """What in a training batch's verdicts says the judge may not fit the task, or None: more than
+    ``MISFIT_DEGENERATE_FRAC`` of the completions of the groups a judge answered marked degenerate, or every such
+    group (of two or more) in at most one strategy. Groups that fell back are the fallback's, not the judge's."""
+    judged = [g for g, v in enumerate(batch.verdicts) if v is not None and v.fallback is None]
+    if not judged or batch.group_size < 2:
+        return None
+    ids = batch.cluster_ids[judged]
+    said = []
+    degenerate = (ids == degenerate_cluster_id).double().mean().item()
+    if degenerate > MISFIT_DEGENERATE_FRAC:
+        said.append(f"marked {degenerate:.1%} of this step's completions degenerate (no answer it could read)")
+    if bool((distinct_per_group(ids, None, degenerate_cluster_id) <= 1).all()):
+        said.append(f"put each of this step's {len(judged)} groups in at most one strategy")
+    return " and ".join(said) or None

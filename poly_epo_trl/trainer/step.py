@@ -12,6 +12,8 @@ from typing import Any
 import torch
 from accelerate.utils import gather_object
 
+from ..constants import DEGENERATE_CLUSTER_ID
+from ..judges.base import distinct_labels
 from ..methods import SetBatch
 from ..text import judge_input, prompt_text, trajectory_text
 
@@ -76,20 +78,22 @@ def set_batch(
     completions: list[Any],
     cluster_ids: torch.Tensor | None = None,
     verdicts: list | None = None,
+    degenerate_cluster_id: int = DEGENERATE_CLUSTER_ID,
 ) -> SetBatch:
     """The gathered batch as groups of ``step.group_size``, on the host: the total reward [G, N] of the reward columns
     ``rewards`` (the host's copy) weighted by ``weights`` (NaN where no reward function scored the row), the
-    judge's ids [G, N] and verdicts (without a judge: each rollout its own cluster, no verdicts), the texts;
-    advantages left NaN for the method."""
+    judge's ids [G, N] and verdicts (without a judge: each rollout its own cluster, none of them the run's
+    ``degenerate_cluster_id``, no verdicts), the texts; advantages left NaN for the method."""
     total = (rewards * weights.to(rewards.device)).nansum(dim=1)
     total[torch.isnan(rewards).all(dim=1)] = torch.nan
     total = total.view(-1, step.group_size)
     if cluster_ids is None:
-        cluster_ids = torch.arange(step.group_size).expand(total.shape[0], -1).clone()
+        own = torch.tensor(distinct_labels(step.group_size, degenerate_cluster_id))
+        cluster_ids = own.expand(total.shape[0], -1).clone()
     groups = [None] * total.shape[0] if verdicts is None else verdicts
     texts = [trajectory_text(c) for c in completions]
     nan = torch.full_like(total, torch.nan)
-    return SetBatch(total, cluster_ids, nan, step.mode, prompts, texts, completions, groups)
+    return SetBatch(total, cluster_ids, nan, step.mode, prompts, texts, completions, groups, degenerate_cluster_id)
 
 
 def replace_advantages(

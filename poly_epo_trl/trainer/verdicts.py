@@ -63,6 +63,7 @@ def audit_records(batch: SetBatch, step: int, fraction: float) -> list[dict[str,
                 "fallback": verdict.fallback,
                 "cause": verdict.cause,
                 "seconds": round(verdict.seconds, 4),
+                **({"reply_ignored": verdict.ignored} if verdict.ignored else {}),
             }
         )
     return records
