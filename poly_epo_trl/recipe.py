@@ -221,6 +221,33 @@ def recipe_value(argv: list[str] | None, key: str) -> Any:
     return None
 
 
+def recipe_nulls(argv: list[str] | None) -> set[str]:
+    """The keys the ``--config`` YAML or the command line (``--key null``, ``--key None``) sets to null: a null reads
+    as the field's default, which a run says for the settings whose default it chooses."""
+    import yaml
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    nulls = {
+        arg.removeprefix("--").split("=", 1)[0].replace("-", "_")
+        for i, arg in enumerate(args)
+        if arg.startswith("--")
+        and (
+            arg.split("=", 1)[-1] in ("null", "None")
+            if "=" in arg
+            else i + 1 < len(args) and args[i + 1] in ("null", "None")
+        )
+    }
+    if "--config" in args[:-1]:
+        try:
+            with open(args[args.index("--config") + 1]) as file:
+                config = yaml.safe_load(file)
+        except (OSError, yaml.YAMLError):
+            return nulls
+        if isinstance(config, dict):
+            nulls |= {str(key) for key, value in config.items() if value is None}
+    return nulls
+
+
 def json_mapping(name: str, value: Any, what: str) -> dict[str, Any] | None:
     """A mapping field's value as a recipe or a command line gives it: a mapping, None, or a JSON string of a
     mapping (parsed, as TRL reads ``model_init_kwargs``); RecipeError naming the field otherwise (``what``: what it

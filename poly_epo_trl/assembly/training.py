@@ -42,7 +42,7 @@ from ..rewards.checks import empty_cell_refusal, empty_cells, missing_columns, t
 from ..tasks import load_rows
 from ..trainer import PolyEPOConfig
 from ..trainer.engines import precision_mismatch
-from ..trainer.resume import complete_checkpoints, identity_mismatch
+from ..trainer.resume import complete_checkpoints, identity_mismatch, incomplete_reason
 from .shared import check_output_dir, is_main_process, load_tokenizer, resolve_rewards
 
 logger = logging.getLogger(__name__)
@@ -132,6 +132,11 @@ class ScriptArguments(DatasetArguments, CodeRewardSettings, AgentArguments):
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        if not isinstance(self.trainer, str) or not self.trainer.strip():
+            raise RecipeError(
+                f"trainer={self.trainer!r}: name the advantage method, e.g. trainer: poly_epo (or grpo, grpo_div, "
+                "another registered method, package.module:name), or leave the key out for poly_epo."
+            )
         self.check_code_reward_settings()
         self.settle_reward_funcs(self.reward_model_name_or_path)
         empty = {
@@ -171,6 +176,7 @@ class TrainingParts:
     agent: dict[str, Any]
     method_settings: Any  # what the recipe's method trains with (methods.resolve_settings), as the trainer resolves it
     eval_dataset: Any = None  # TRL's own evaluation (eval_strategy), on dataset_test_split of the training source
+    method_sources: dict[str, str] = field(default_factory=dict)  # where each of the method's settings came from
 
 
 def check_judge(judge: JudgePipeline, budget: float = PROBE_BUDGET_SECONDS) -> None:
@@ -235,6 +241,7 @@ def assemble_training(
     except (TypeError, ValueError) as error:
         raise RecipeError(str(error)) from None  # the resolver's errors name the method
     check_model_path(model_args.model_name_or_path, hub_cache=not script_args.dry_run)
+    check_resume_from(training_args.resume_from_checkpoint)
     check_output_dir(training_args.output_dir, create=not script_args.dry_run)
     check_quantization(model_args)
     check_model_settings(
@@ -334,7 +341,9 @@ def assemble_training(
     if training_args.eval_strategy != "no":  # as trl grpo: the training source's test split
         eval_table = load_rows(script_args, script_args.dataset_test_split)
         eval_dataset = format_dataset(eval_table, script_args, script_args.eval_max_problems, keep=keep)
-    return TrainingParts(rewards, dataset, judge, eval_rows, trained, agent, settings.settings, eval_dataset)
+    return TrainingParts(
+        rewards, dataset, judge, eval_rows, trained, agent, settings.settings, eval_dataset, dict(settings.sources)
+    )
 
 
 def check_reward_columns(
@@ -502,8 +511,7 @@ def resume_checkpoint(training_args: PolyEPOConfig, identity: dict[str, Any] | N
     it as done."""
     given = training_args.resume_from_checkpoint
     if given is not None:
-        if isinstance(given, str) and given.lower() not in ("true", "false") and not os.path.isdir(given):
-            raise RecipeError(f"resume_from_checkpoint={given!r}: no such folder. Name a checkpoint-N folder.")
+        check_resume_from(given)
         checkpoint = given
     else:
         checkpoint = last_complete_checkpoint(training_args.output_dir)
@@ -513,6 +521,21 @@ def resume_checkpoint(training_args: PolyEPOConfig, identity: dict[str, Any] | N
             f"{training_args.output_dir} (its checkpoints are removed first)."
         )
     return checkpoint
+
+
+def check_resume_from(given: Any) -> None:
+    """RecipeError for a ``resume_from_checkpoint`` that names no checkpoint: no such folder, or a folder whose
+    ``trainer_state.json`` (every checkpoint's, written last) is missing or unreadable, naming the checkpoints inside
+    it where it holds some (a run's output_dir)."""
+    if not isinstance(given, str) or given.lower() in ("true", "false"):
+        return
+    if not os.path.isdir(given):
+        raise RecipeError(f"resume_from_checkpoint={given!r}: no such folder. Name a checkpoint-N folder.")
+    reason = incomplete_reason(given, 1)
+    if reason is not None:
+        inside, _ = complete_checkpoints(given, 1)
+        hint = f" It holds {inside[-1]!r}: name that." if inside else " Name a checkpoint-N folder a run saved."
+        raise RecipeError(f"resume_from_checkpoint={given!r} is no checkpoint: {reason}.{hint}")
 
 
 def last_complete_checkpoint(output_dir: str) -> str | None:

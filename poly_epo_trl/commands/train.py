@@ -38,10 +38,10 @@ from poly_epo_trl.assembly import (
 from poly_epo_trl.commands.launch import launch, launches
 from poly_epo_trl.data import save_training_problems
 from poly_epo_trl.evaluation.curves import FIGURE, plot_runs
-from poly_epo_trl.methods import Method, get_method
-from poly_epo_trl.methods.settings import default_of
+from poly_epo_trl.methods import Method, get_method, shown_settings
+from poly_epo_trl.methods.settings import AT_ONE, default_of
 from poly_epo_trl.models import resolve_model
-from poly_epo_trl.recipe import RecipeError, one_pass, parse_recipe, recipe_value
+from poly_epo_trl.recipe import RecipeError, one_pass, parse_recipe, recipe_nulls, recipe_value
 from poly_epo_trl.tasks import task_defaults
 from poly_epo_trl.trainer import PolyEPOConfig, PolyEPOTrainer
 from poly_epo_trl.trainer.config import settings_owned_elsewhere
@@ -132,7 +132,35 @@ def prepare(argv: list[str] | None) -> tuple[ScriptArguments, PolyEPOConfig, Mod
     with one_pass():
         script_args, training_args, model_args = parse(argv)
         parts = assemble_training(script_args, training_args, model_args)
+    say_nulls(get_method(script_args.trainer), parts, recipe_nulls(argv))
     return script_args, training_args, model_args, parts
+
+
+def say_nulls(method: Method, parts: TrainingParts, nulls: set[str]) -> None:
+    """Say each of ``method``'s settings the recipe gave as null (``nulls``): a null reads as unset, and the run uses
+    the value named here (the method's default, or a size fitted to the group)."""
+    for spec in method.setting_fields():
+        if spec.name in nulls:
+            source = parts.method_sources.get(spec.name, "default")
+            logger.warning(
+                "%s: null in the recipe reads as unset: the run uses %s=%r (%s). Give a value, or leave the key out.",
+                spec.name,
+                spec.name,
+                getattr(parts.method_settings, spec.name),
+                "the method's default" if source == "default" else source,
+            )
+
+
+def chosen_line(method: Method, parts: TrainingParts) -> str:
+    """The method's sizes that fit the group, as the run will use them and where each came from, and what a size of 1
+    means for the method (the dry run's line)."""
+    specs = {spec.name: spec for spec in method.setting_fields()}
+    shown = []
+    for name in shown_settings(method):
+        value, source = getattr(parts.method_settings, name), parts.method_sources.get(name, "default")
+        meaning = f"; {specs[name].metadata[AT_ONE]}" if value == 1 and AT_ONE in specs[name].metadata else ""
+        shown.append(f"{name} {value!r} ({'the default' if source == 'default' else source}{meaning})")
+    return f" ({', '.join(shown)})" if shown else ""
 
 
 def train(prepared: tuple[ScriptArguments, PolyEPOConfig, ModelConfig, TrainingParts]) -> Any:
@@ -146,8 +174,8 @@ def train(prepared: tuple[ScriptArguments, PolyEPOConfig, ModelConfig, TrainingP
         logger.warning("Training on CPU with %s", message)
     if script_args.dry_run:
         print(
-            f"dry run ok: trainer={script_args.trainer}, {len(dataset)} prompts, rewards {script_args.reward_funcs}, "
-            f"judge {training_args.judge!r}"
+            f"dry run ok: trainer={script_args.trainer}{chosen_line(get_method(script_args.trainer), parts)}, "
+            f"{len(dataset)} prompts, rewards {script_args.reward_funcs}, judge {training_args.judge!r}"
         )
         return parts
     trainer = run(script_args, training_args, model_args, parts)

@@ -42,6 +42,11 @@ def check_model_path(name: str | None, field_name: str = "model_name_or_path", h
     if name.startswith(BUILTIN_PREFIX):
         return
     path = Path(name).expanduser()
+    if path.is_file():
+        raise RecipeError(
+            f"{field_name}={name!r} is a file: name the folder that holds the model (its config.json and weights), "
+            "or a Hub id."
+        )
     looks_local = name.startswith(("/", ".", "~")) or name.count("/") > 1 or path.is_dir()
     if not looks_local:
         if hub_cache:

@@ -11,6 +11,7 @@ import importlib.util
 import json
 import math
 import os
+import re
 import typing
 from dataclasses import fields
 from typing import Any
@@ -64,6 +65,8 @@ def check_grpo_settings(args: Any, typed: bool = False) -> None:
     check_counts(args)
     check_sampling(args)
     check_optimizer(args)
+    check_scheduler(args)
+    check_named(args)
     check_output_dir(args.output_dir)
     check_extras(args)
 
@@ -144,8 +147,14 @@ def check_sampling(args: Any) -> None:
 
 
 def check_optimizer(args: Any) -> None:
-    """An AdamW optimizer's settings, given to torch's AdamW on one parameter (its own checks, at once)."""
+    """An optimizer transformers cannot build here (a package it needs is missing: ``optimizer_problem``), and an
+    AdamW optimizer's settings, given to torch's AdamW on one parameter (its own checks, at once)."""
     optim = getattr(args.optim, "value", args.optim)
+    problem = optimizer_problem(args) if optim not in ADAMW else None
+    if problem:
+        raise ValueError(
+            f"optim={optim!r}: {problem.rstrip('.')}. Install it, or use optim: adamw_torch (TRL's default)."
+        )
     if optim not in ADAMW:
         return
     import torch
@@ -165,6 +174,100 @@ def check_optimizer(args: Any) -> None:
             f"{name}={getattr(args, name)!r}: torch's AdamW refuses it ({said}); betas are within [0, 1) (TRL's "
             "defaults: adam_beta1 0.9, adam_beta2 0.999), epsilon and weight_decay >= 0."
         ) from None
+
+
+def optimizer_problem(args: Any) -> str | None:
+    """Why transformers cannot build ``args.optim`` here (a package it needs is not installed), asked of
+    transformers itself (``Trainer.get_optimizer_cls_and_kwargs``, what the first step calls); None when it can."""
+    from transformers import Trainer
+
+    try:
+        Trainer.get_optimizer_cls_and_kwargs(args)
+    except ImportError as error:
+        return str(error)
+    except (ValueError, TypeError, KeyError, AttributeError):  # needs the model (GaLore's modules): the step's to say
+        return None
+    return None
+
+
+def check_scheduler(args: Any) -> None:
+    """``lr_scheduler_type`` with ``lr_scheduler_kwargs``, given to transformers' ``get_scheduler`` on one parameter:
+    a scheduler that needs a setting (``cosine_with_min_lr``'s ``min_lr``) says so now, not at the first step."""
+    import torch
+    from transformers.optimization import get_scheduler
+
+    name = getattr(args.lr_scheduler_type, "value", args.lr_scheduler_type)
+    kwargs = args.lr_scheduler_kwargs
+    if isinstance(kwargs, str):  # a command line's JSON, which transformers parses in __post_init__
+        try:
+            kwargs = json.loads(kwargs or "{}")
+        except ValueError:
+            return  # transformers' own __post_init__ says what is wrong with it
+    kwargs = kwargs if isinstance(kwargs, dict) else {}
+    optimizer = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=1.0)
+    steps = args.max_steps if isinstance(args.max_steps, int) and args.max_steps > 0 else 100
+    try:
+        get_scheduler(name, optimizer, num_warmup_steps=0, num_training_steps=steps, scheduler_specific_kwargs=kwargs)
+    except (ValueError, TypeError) as error:
+        raise ValueError(
+            f"lr_scheduler_type={name!r} with lr_scheduler_kwargs={kwargs!r}: transformers' scheduler refuses it "
+            f"({error}). Give what it asks in lr_scheduler_kwargs (cosine_with_min_lr: lr_scheduler_kwargs: "
+            "{min_lr_rate: 0.1}), or another lr_scheduler_type."
+        ) from None
+
+
+def trl_loss_types() -> tuple[str, ...]:
+    """The loss types TRL's GRPOTrainer supports, as GRPOConfig's ``loss_type`` help lists them ("Supported values
+    are 'grpo', 'dr_grpo', ..."): the one place TRL declares them (its loss raises on any other at the first step).
+    ``tests/test_trl_seams.py`` checks the list still reads that way."""
+    from trl import GRPOConfig
+
+    help_ = GRPOConfig.__dataclass_fields__["loss_type"].metadata.get("help", "")
+    listed = re.search(r"Supported values are (.*?)\.\s", help_)
+    return tuple(re.findall(r"'(\w+)'", listed.group(1))) if listed else ()
+
+
+def reporting_names() -> tuple[str, ...]:
+    """What ``report_to`` takes: transformers' integrations by name, "all" and "none"."""
+    from transformers.integrations.integration_utils import INTEGRATION_TO_CALLBACK
+
+    return ("none", "all", *sorted(INTEGRATION_TO_CALLBACK))
+
+
+def check_named(args: Any) -> None:
+    """Values that name something another library looks up only later: the loss type (TRL's loss, at the first
+    step), the seed (numpy's, within [0, 2**32)), the trackers of ``report_to`` (transformers' callbacks) and an
+    empty ``fsdp`` (transformers reads any string as FSDP on)."""
+    losses = trl_loss_types()
+    if losses and args.loss_type not in losses:
+        close = [name for name in losses if name.replace("_", "") == str(args.loss_type).replace("-", "").lower()]
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ValueError(
+            f"loss_type={args.loss_type!r}{hint}: TRL's GRPO loss takes one of {list(losses)} (the paper's: dr_grpo)."
+        )
+    for name in ("seed", "data_seed"):
+        value = getattr(args, name, None)
+        if isinstance(value, int) and not isinstance(value, bool) and not 0 <= value < 2**32:
+            raise ValueError(
+                f"{name}={value}: numpy seeds within [0, 2**32 - 1] only, and the run seeds it at the start; give "
+                f"a seed in that range (e.g. {name}: 42)."
+            )
+    reports = args.report_to if isinstance(args.report_to, (list, tuple)) else [args.report_to]
+    known = reporting_names()
+    for name in reports:
+        if name is None or (isinstance(name, str) and name in known):
+            continue
+        fix = "none" if str(name).strip().lower() in ("none", "null", "no", "false", "") else None
+        raise ValueError(
+            f"report_to={args.report_to!r}: {name!r} is no tracker transformers knows"
+            + (f"; for no tracker write report_to: {fix} (lower case)." if fix else f"; use one of {list(known)}.")
+        )
+    fsdp = getattr(args, "fsdp", None)
+    if isinstance(fsdp, str) and fsdp != "" and not fsdp.strip():
+        raise ValueError(
+            f"fsdp={fsdp!r} is blank, and transformers reads any string as FSDP on: leave the key out for no FSDP, "
+            "or launch with poly-epo train --accelerate_config recipes/accelerate_configs/fsdp2.yaml."
+        )
 
 
 def check_output_dir(output_dir: Any) -> None:
