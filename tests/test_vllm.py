@@ -194,6 +194,14 @@ class TestColocate:
         assert result["engine_vs_trained"] < 1e-5
         assert result["engine_vs_initial"] > 1e-2
 
+    def test_the_log_prob_door_reads_the_sampling_log_probabilities_vllm_returns(self, tmp_path):
+        """UCPO under colocated vLLM: each completion's summed log-probability the door read (vLLM's sampling
+        log-probabilities) equals the policy's at the step it was sampled (TRL's old_per_token_logps), summed over
+        the completion mask, to 1e-4."""
+        result = run_helper(tmp_path, "ucpo", "0", "policy")
+        assert len(result["door_gaps"]) >= 16 and max(result["door_gaps"]) < 1e-4, result["door_gaps"]
+        assert all("time/logprobs" in s for s in step_logs(result))
+
     def test_the_in_training_evaluation_samples_with_the_runs_engine_at_the_trained_weights(self, tmp_path):
         """With colocated vLLM the held-out evaluation after each step samples with the run's engine, its weights
         synced to that step's (TRL alone last loads step 1's: its last generation is at the start of step 2), and

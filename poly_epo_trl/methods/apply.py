@@ -28,9 +28,13 @@ def apply_method(
 ) -> MethodResult:
     """``method`` on ``batch``, with everything around it. Unscored rollouts (NaN reward) get advantage 0 and no
     bonus; a group the judge could not cluster gets Dr.GRPO's advantage (``judge_fallback: grpo``) or none
-    (``skip``), and no bonus."""
+    (``skip``), and no bonus; ``scale_rewards`` divides the advantages by their std unless the method owns its
+    normalisation (``Method.owns_scaling``). ValueError for a method that reads log-probabilities on a batch without
+    them."""
     if method.kind == "none":
         return MethodResult()
+    if method.reads_logprobs:
+        batch.logprobs_for(method.name)
     output = method(batch, settings, state)
     values, metrics = output if isinstance(output, tuple) else (output, {})
     values = checked_values(method, batch, values)
@@ -38,7 +42,8 @@ def apply_method(
         skipped = torch.tensor([f in ("grpo", "skip") for f in batch.fallbacks], dtype=torch.bool)
         return MethodResult(bonus=values.masked_fill(skipped.unsqueeze(1), 0.0), metrics=dict(metrics))
     advantages = apply_fallbacks(values, batch)
-    advantages = scale_advantages(advantages, scale_rewards, ~torch.isnan(batch.rewards))
+    if not method.owns_scaling:
+        advantages = scale_advantages(advantages, scale_rewards, ~torch.isnan(batch.rewards))
     metrics = {
         **metrics,
         "advantage_abs_mean": advantages.abs().mean().item(),

@@ -61,7 +61,9 @@ class SetBatch:
     (``text.trajectory_text``) and as they take it (``text.judge_input``: strings, or an agent's messages); the
     judge's verdict per group (None where it did not judge); the run's degenerate cluster id, the reward from
     which a rollout counts as correct, and the run's reward floor (``floor.RewardFloor``: no scored reward is below
-    it)."""
+    it). For a method that reads them (``Method.reads_logprobs``): each completion's summed token log-probability
+    under the policy that sampled it and its token count [G, N] (``sequence_logprobs``, ``completion_lengths``; the
+    model's tokens only, an agent's tool results left out); None for other methods."""
 
     rewards: torch.Tensor
     cluster_ids: torch.Tensor
@@ -74,6 +76,19 @@ class SetBatch:
     degenerate_cluster_id: int = DEGENERATE_CLUSTER_ID
     correct_reward_threshold: float = 1.0
     reward_floor: float = 0.0
+    sequence_logprobs: torch.Tensor | None = None
+    completion_lengths: torch.Tensor | None = None
+
+    def logprobs_for(self, method: str) -> tuple[torch.Tensor, torch.Tensor]:
+        """``sequence_logprobs`` and ``completion_lengths``; ValueError naming ``method`` where the batch carries
+        none (a method that reads them declares ``reads_logprobs=True``, and only then does the trainer fill them)."""
+        if self.sequence_logprobs is None or self.completion_lengths is None:
+            raise ValueError(
+                f"Method {method!r} reads each completion's log-probability and length, and this batch carries none: "
+                "declare the method with reads_logprobs=True (the trainer then fills SetBatch.sequence_logprobs and "
+                "completion_lengths), or fill them yourself when you call it on a batch of your own."
+            )
+        return self.sequence_logprobs, self.completion_lengths
 
     def floored_rewards(self) -> torch.Tensor:
         """The rewards read from the run's floor, r - F >= 0 (NaN stays NaN): what a method that multiplies rewards
@@ -117,7 +132,10 @@ class Method:
     of its state across steps; ``describe``: its line on the model card, from its settings; ``tags`` and ``paper``
     (title, arXiv id, citation): the model card's, TRL's GRPO paper when None; ``reads_floor``: it multiplies
     rewards, so it reads them from the run's reward floor (``SetBatch.floored_rewards``; the start-up line says the
-    floor and the log says when it moves)."""
+    floor and the log says when it moves); ``reads_logprobs``: it reads each completion's sampling log-probability
+    and length (``SetBatch.logprobs_for``), which the trainer fills for such methods only; ``owns_scaling``: its
+    advantages carry their own normalisation (a std, a mean, a focal weight), so the run's ``scale_rewards`` is not
+    applied on top of them (the start-up line says so)."""
 
     name: str
     kind: str
@@ -132,8 +150,12 @@ class Method:
     tags: tuple[str, ...] = field(default_factory=tuple)
     paper: Mapping[str, str] | None = None
     reads_floor: bool = False
+    reads_logprobs: bool = False
+    owns_scaling: bool = False
 
     def __post_init__(self) -> None:
+        if self.owns_scaling and self.kind != "advantage":
+            raise ValueError(f"Method {self.name!r}: owns_scaling is for advantage methods (a {self.kind} has none).")
         if self.kind not in KINDS:
             raise ValueError(f"Method {self.name!r}: kind={self.kind!r}, use one of {KINDS}.")
         if (self.fn is None) != (self.kind == "none"):
@@ -195,6 +217,8 @@ def advantage_method(
     tags: Sequence[str] = (),
     paper: Mapping[str, str] | None = None,
     reads_floor: bool = False,
+    reads_logprobs: bool = False,
+    owns_scaling: bool = False,
 ) -> Callable[[Callable[..., Any]], Method]:
     """Decorator: ``fn(batch, settings) -> advantages [G, N]`` (or ``(advantages, metrics)``; with ``state``:
     ``fn(batch, settings, state)``) as a method that replaces GRPO's advantage, registered as ``name`` when given
@@ -210,6 +234,8 @@ def advantage_method(
         tags=tuple(tags),
         paper=paper,
         reads_floor=reads_floor,
+        reads_logprobs=reads_logprobs,
+        owns_scaling=owns_scaling,
     )
 
 
@@ -226,6 +252,7 @@ def bonus_method(
     tags: Sequence[str] = (),
     paper: Mapping[str, str] | None = None,
     reads_floor: bool = False,
+    reads_logprobs: bool = False,
 ) -> Callable[[Callable[..., Any]], Method]:
     """Decorator: ``fn(batch, settings) -> bonus [G, N]`` as a method that adds a reward column (``column``, by
     default the method's name) of weight ``weight`` (a number, or the name of the setting that holds it), GRPO's
@@ -245,6 +272,7 @@ def bonus_method(
             tags=tuple(tags),
             paper=paper,
             reads_floor=reads_floor,
+            reads_logprobs=reads_logprobs,
         )(fn)
 
     return decorate

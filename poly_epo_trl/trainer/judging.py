@@ -21,14 +21,13 @@ from accelerate.utils import gather_object
 
 from ..evaluation.diversity import distinct_per_group, group_diversity_metrics
 from ..judges import JudgeFailing, JudgePipeline, JudgeResult, step_metrics
-from ..judges.audit import JudgeAudit
 from ..judges.base import distinct_labels
 from . import step as steps
 from .config import PolyEPOSettings
 from .preemption import StepAbandoned
 from .rollouts import turns_from_env_mask
 from .step import Generated, OnceWarnings, PendingJudge, SetBatch, Step, gather_texts, set_batch
-from .verdicts import audit_records, judge_columns
+from .verdicts import AuditTrail, judge_columns
 
 logger = logging.getLogger(__name__)
 ABANDONED = StepAbandoned.__name__  # how a dropped step reads among the failures gathered from every process
@@ -44,7 +43,8 @@ MetricLog = Callable[[str, str, float], None]  # (mode, name, value): one value 
 
 class GroupJudging:
     """The judge of a run's groups (``pipeline``, built from ``settings``) and everything around one step of it:
-    submit, join, metrics, table columns, audit trail (in ``output_dir``), and the run's patience with fallbacks.
+    submit, join, metrics, table columns, the judged groups into the run's ``audit`` trail, and the run's patience
+    with fallbacks.
 
     Handed what it uses: the ``accelerator`` (processes, gathers), ``log_metric(mode, name, value)``,
     ``log_column(name, values)`` (a completions-table column, this process's rows), ``should_abandon(judge_down)``
@@ -56,7 +56,7 @@ class GroupJudging:
         pipeline: JudgePipeline,
         settings: PolyEPOSettings,
         accelerator: Any,
-        output_dir: str,
+        audit: AuditTrail,
         log_metric: MetricLog,
         log_column: Callable[[str, list], None],
         should_abandon: Callable[[bool], bool],
@@ -68,11 +68,7 @@ class GroupJudging:
         self.rollout_tokenizer = rollout_tokenizer
         self.steps_over_fallback_frac = 0  # resumed with a checkpoint (``resumable``)
         self.misfit_steps = 0  # training steps in a row whose verdicts suggest the judge does not fit the task
-        self.audit = JudgeAudit(output_dir)
-        # The audit trail is written by one thread of its own, in order, off the step's path; ``flush`` waits for it
-        # (before a checkpoint and at the end of training, so what a checkpoint saw is on disk)
-        self.writer = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="poly-epo-audit")
-        self.written: concurrent.futures.Future | None = None
+        self.audit = audit
 
     def resumable(self) -> dict[str, tuple[Callable[[], Any], Callable[[Any], None]]]:
         """What a checkpoint keeps of the judging (the fallback patience), as (get, set) by name."""
@@ -249,10 +245,7 @@ class GroupJudging:
         start = self.accelerator.process_index * local_rows
         for name, values in judge_columns(batch, threshold, degenerate).items():
             self.log_column(name, values[start : start + local_rows])
-        if self.accelerator.is_main_process and settings.judge_audit_fraction > 0:
-            step = global_step + (batch.mode == "train")
-            self.check_written()
-            self.written = self.writer.submit(self.write_audit, batch, step, settings.judge_audit_fraction)
+        self.audit.record(batch, global_step, judged=True)
 
     def check_fit(self, batch: SetBatch) -> None:
         """A WARNING when the judge seems not to fit the task (``judge_misfit``): at the first such training step,
@@ -273,20 +266,6 @@ class GroupJudging:
             misfit,
             lasted,
         )
-
-    def write_audit(self, batch: SetBatch, step: int, fraction: float) -> None:
-        """The batch's judged groups into the audit trail (on the audit thread; the batch is not changed after)."""
-        self.audit.append(audit_records(batch, step, fraction))
-
-    def check_written(self) -> None:
-        """Raise what the last audit write failed with (a full disk), if it has failed."""
-        if self.written is not None and self.written.done():
-            self.written.result()
-
-    def flush(self) -> None:
-        """Wait for the audit trail's writes so far, raising what one failed with."""
-        if self.written is not None:
-            self.written.result()
 
     def card_line(self, num_generations: int) -> str:
         """The model card's line on the judge."""

@@ -41,6 +41,7 @@ from ..methods.floor import RewardFloor
 from ..methods.settings import AT_ONE
 from ..models import check_model_settings
 from ..rewards.checks import checked_reward
+from . import logprobs
 from . import step as steps
 from .config import (
     BUILTIN_SETTINGS,
@@ -55,9 +56,10 @@ from .engines import save_config_beside_shards
 from .inputs import check_keywords, check_reward_columns, checked_dataset
 from .judging import GroupJudging
 from .keeper import LongRunKeeper, Resumable
+from .logprobs import old_logps_computed
 from .resume import identity_mismatch, run_identity, save_identity
 from .step import Generated, OnceWarnings, SetBatch, Step, replace_advantages, unscore_infinite
-from .verdicts import AuditResume
+from .verdicts import AuditResume, AuditTrail
 from .vllm_engine import vllm_seams
 
 logger = logging.getLogger(__name__)
@@ -117,7 +119,7 @@ class PolyEPOTrainer(GRPOTrainer):
         self.method_settings = self.resolved.settings  # what the method is given
         self.reward_floor = RewardFloor(self.settings.reward_floor)
         self.start_line = start_line(
-            name, self.method, self.chosen_settings(method, judge, routes), self.start_notes()
+            name, self.method, self.chosen_settings(method, judge, routes), self.start_notes(config.scale_rewards)
         )
         logger.warning(self.start_line)
         if check_inputs:
@@ -137,19 +139,21 @@ class PolyEPOTrainer(GRPOTrainer):
             for f, n in zip(self.reward_funcs, self.reward_func_names, strict=True)
         ]
         self.nans = 0  # NaN rewards of the batch in progress (rewards/non_finite)
+        fraction = self.settings.judge_audit_fraction
+        self.audit = AuditTrail(self.args.output_dir, fraction, self.accelerator.is_main_process)
+        self.add_callback(AuditResume(self.audit.audit))
         if pipeline is not None:
             self.judging = GroupJudging(
                 pipeline=pipeline,
                 settings=self.settings,
                 accelerator=self.accelerator,
-                output_dir=self.args.output_dir,
+                audit=self.audit,
                 log_metric=self.log_metric,
                 log_column=self._log_completion_extra,
                 should_abandon=self.should_abandon,
                 warnings=self.warnings,
                 rollout_tokenizer=self.rollout_tokenizer(),
             )
-            self.add_callback(AuditResume(self.judging.audit))
         self.keeper = LongRunKeeper(
             accelerator=self.accelerator,
             grace_seconds=self.settings.preemption_grace_seconds,
@@ -157,7 +161,7 @@ class PolyEPOTrainer(GRPOTrainer):
             output_dir_of=self._get_output_dir,
             save_model=self.write_checkpoint,
             resumable=self.resumable_parts(),
-            flush=self.judging.flush if self.judging else lambda: None,
+            flush=self.audit.flush,
         )
         for callback in self.keeper.callbacks:
             self.add_callback(callback)
@@ -347,6 +351,11 @@ class PolyEPOTrainer(GRPOTrainer):
         output = super()._generate(prompts)
         self.step = Step(*self.mode_and_group_size())
         self.log_metric(self.step.mode, "time/generation", time.perf_counter() - began)
+        if self.method.reads_logprobs:
+            self.step.generated = Generated.of(output)
+            self.step.awaiting_old_logps = self.step.generated.sampling_logps is None and old_logps_computed(
+                self.args.gradient_accumulation_steps, self.args.steps_per_generation, self.num_iterations
+            )
         if self.judging is not None:
             self.judging.submit(self.step, prompts, output[3], Generated.of(output))
         return output
@@ -383,12 +392,16 @@ class PolyEPOTrainer(GRPOTrainer):
         batch.correct_reward_threshold = self.settings.correct_reward_threshold
         if self.method.reads_floor:
             self.read_floor(batch)
+        if self.method.reads_logprobs:
+            self.fill_logprobs(batch)
         began = time.perf_counter()
         result = apply_method(self.method, batch, self.method_settings, self.args.scale_rewards, self.method_state)
         self.log_metric(mode, "time/advantage", time.perf_counter() - began)
         rewards = self.deliver(result, batch, rewards)
         if self.judging is not None:
             self.judging.record_verdicts(batch, len(prompts), self.state.global_step)
+        else:
+            self.audit.record(batch, self.state.global_step, judged=False)
         return rewards
 
     def read_floor(self, batch: SetBatch) -> None:
@@ -411,10 +424,62 @@ class PolyEPOTrainer(GRPOTrainer):
         batch.reward_floor = self.reward_floor.value
         self.log_metric(batch.mode, "rewards/floor", self.reward_floor.value)
 
-    def start_notes(self) -> list[str]:
+    def _get_per_token_logps_and_entropies(self, model, *args, **kwargs):
+        """TRL's log-probabilities; the first pass after a generation that TRL makes for its old_per_token_logps is
+        kept for the log-prob door (``trainer.logprobs``), so a method that reads them costs no second pass."""
+        result = super()._get_per_token_logps_and_entropies(model, *args, **kwargs)
+        if self.step is not None and self.step.awaiting_old_logps and model is self.model:
+            self.step.awaiting_old_logps = False
+            self.step.old_logps = result[0].detach()
+        return result
+
+    def fill_logprobs(self, batch: SetBatch) -> None:
+        """``batch.sequence_logprobs`` and ``completion_lengths`` [G, N] for a method that reads them
+        (``trainer.logprobs``: vLLM's sampling log-probabilities, else TRL's old_per_token_logps, else one no-grad
+        pass), gathered over processes; ``time/logprobs`` is what it cost the step."""
+        began = time.perf_counter()
+        step, generated = self.step, self.step.generated
+        if generated is None:
+            raise RuntimeError(
+                f"Method {self.method.name!r} reads log-probabilities, but this batch's generation was not seen "
+                "(TRL's _generate was not called through the trainer)."
+            )
+        if generated.sampling_logps is not None:
+            sums, lengths = logprobs.from_sampling(
+                generated.sampling_logps, generated.completion_ids, generated.env_mask
+            )
+        else:
+            per_token = step.old_logps
+            if per_token is None:
+                args = self.args
+                per_token = logprobs.forward_logprobs(
+                    self._get_per_token_logps_and_entropies,
+                    self.model,
+                    generated.prompt_ids,
+                    generated.completion_ids,
+                    self._tokenizer.pad_token_id,
+                    self.accelerator.device,
+                    args.per_device_train_batch_size if step.mode == "train" else args.per_device_eval_batch_size,
+                )
+            sums, lengths = logprobs.from_per_token(per_token, generated.completion_ids, generated.env_mask)
+        local = torch.stack([sums, lengths], dim=1).to(self.accelerator.device)
+        both = steps.to_host(self.accelerator.gather(local))
+        batch.sequence_logprobs = both[:, 0].reshape(batch.rewards.shape).to(torch.float64)
+        batch.completion_lengths = both[:, 1].reshape(batch.rewards.shape).to(torch.float64)
+        step.old_logps = None
+        self.log_metric(step.mode, "time/logprobs", time.perf_counter() - began)
+
+    def start_notes(self, scale_rewards: Any) -> list[str]:
         """What the start-up line says beside the chosen settings: the reward floor of a method that multiplies
-        rewards, and what a size of 1 means for the method (its field's ``AT_ONE``)."""
+        rewards, a ``scale_rewards`` the method's own normalisation replaces, and what a size of 1 means for the
+        method (its field's ``AT_ONE``)."""
         notes = []
+        scaling = {True: "group", False: "none"}.get(scale_rewards, scale_rewards)
+        if self.method.owns_scaling and scaling != "none":
+            notes.append(
+                f"{self.method.label or self.method.name} normalises its own advantages, so the run's "
+                f"scale_rewards={scaling!r} is not applied on top of them (it would undo the method's weights)"
+            )
         if self.method.reads_floor:
             notes.append(
                 f"{self.method.label or self.method.name} multiplies rewards: it reads them from the reward floor "

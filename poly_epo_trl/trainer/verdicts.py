@@ -1,10 +1,13 @@
-"""What the judge decided, made visible: the completions table's judge columns and the audit trail's records, both
-from one generation batch's ``SetBatch``."""
+"""What the judge and the method decided, made visible: the completions table's judge columns and the audit trail
+(``AuditTrail``: every method's groups, with what the method read, so that anyone can recompute the advantages),
+both from one generation batch's ``SetBatch``."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import logging
 import math
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from transformers import TrainerCallback
@@ -39,34 +42,74 @@ def judge_columns(batch: SetBatch, correct_reward_threshold: float, degenerate_c
     return columns
 
 
-def audit_records(batch: SetBatch, step: int, fraction: float) -> list[dict[str, Any]]:
-    """The audit trail's records of the judged groups of a batch (``judges.audit``), those ``audited`` at
-    ``fraction``. ``step``: the training step the batch was generated for (for an evaluation, the step it
-    followed)."""
+def audit_records(batch: SetBatch, step: int, fraction: float, judged: bool = True) -> list[dict[str, Any]]:
+    """The audit trail's records of a batch's groups (``judges.audit``), those ``audited`` at ``fraction``. ``step``:
+    the training step the batch was generated for (for an evaluation, the step it followed). ``judged``: the method
+    judged the groups (a group without a verdict, of one completion, is left out); a method without a judge has each
+    group recorded with ``judge: null``. Beside the rewards and clusters, what the method read: the run's reward floor
+    where it is not 0, and each completion's sampling log-probability and length where the method read them."""
     records = []
     size = batch.cluster_ids.shape[1]
     for g, verdict in enumerate(batch.verdicts):
-        if verdict is None or not audited(batch.mode, step, g, fraction):
+        if (judged and verdict is None) or not audited(batch.mode, step, g, fraction):
             continue
-        records.append(
-            {
-                "step": step,
-                "mode": batch.mode,
-                "group": g,
-                "problem": batch.prompts[g * size],
-                "completions": batch.inputs[g * size : (g + 1) * size],
-                "rewards": _finite(batch.rewards[g].tolist()),
-                "advantages": _finite(batch.advantages[g].tolist()),
-                "cluster_ids": batch.cluster_ids[g].tolist(),
-                "strategies": verdict.strategies,
-                "judge": verdict.judge,
-                "fallback": verdict.fallback,
-                "cause": verdict.cause,
-                "seconds": round(verdict.seconds, 4),
-                **({"reply_ignored": verdict.ignored} if verdict.ignored else {}),
-            }
-        )
+        rows = slice(g * size, (g + 1) * size)
+        record = {
+            "step": step,
+            "mode": batch.mode,
+            "group": g,
+            "problem": batch.prompts[g * size],
+            "completions": batch.inputs[rows],
+            "rewards": _finite(batch.rewards[g].tolist()),
+            "advantages": _finite(batch.advantages[g].tolist()),
+            "cluster_ids": batch.cluster_ids[g].tolist(),
+            "strategies": verdict.strategies if verdict else None,
+            "judge": verdict.judge if verdict else None,
+            "fallback": verdict.fallback if verdict else None,
+            "cause": verdict.cause if verdict else None,
+            "seconds": round(verdict.seconds, 4) if verdict else 0.0,
+        }
+        if verdict is not None and verdict.ignored:
+            record["reply_ignored"] = verdict.ignored
+        if batch.reward_floor != 0:
+            record["reward_floor"] = batch.reward_floor
+        if batch.sequence_logprobs is not None and batch.completion_lengths is not None:
+            record["sequence_logprobs"] = batch.sequence_logprobs[g].tolist()
+            record["completion_lengths"] = batch.completion_lengths[g].tolist()
+        records.append(record)
     return records
+
+
+class AuditTrail:
+    """A run's audit trail (``judges.audit.JudgeAudit`` in ``output_dir``), ``fraction`` of its groups, written by the
+    main process on one thread of its own, in order, off the step's path: ``record`` hands a batch over, ``flush``
+    waits for the writes so far (before a checkpoint and at the end of training, so what a checkpoint saw is on disk)
+    and raises what one failed with (a full disk)."""
+
+    def __init__(self, output_dir: str | Path, fraction: float, is_main_process: bool) -> None:
+        self.audit = JudgeAudit(output_dir)
+        self.fraction, self.is_main_process = fraction, is_main_process
+        self.writer = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="poly-epo-audit")
+        self.written: concurrent.futures.Future | None = None
+
+    def record(self, batch: SetBatch, global_step: int, judged: bool) -> None:
+        """The batch's groups into the trail (``audit_records``), as of ``global_step`` (the steps completed); the
+        batch is not changed after it is handed over."""
+        if not self.is_main_process or self.fraction <= 0:
+            return
+        step = global_step + (batch.mode == "train")
+        self.check_written()
+        self.written = self.writer.submit(lambda: self.audit.append(audit_records(batch, step, self.fraction, judged)))
+
+    def check_written(self) -> None:
+        """Raise what the last write failed with (a full disk), if it has failed."""
+        if self.written is not None and self.written.done():
+            self.written.result()
+
+    def flush(self) -> None:
+        """Wait for the writes so far, raising what one failed with."""
+        if self.written is not None:
+            self.written.result()
 
 
 class AuditResume(TrainerCallback):

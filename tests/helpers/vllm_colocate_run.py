@@ -36,7 +36,27 @@ from poly_epo_trl.tasks.sum_pair import make_prompt, sum_pair_reward
 from poly_epo_trl.tasks.sum_pair.tiny import build_char_tokenizer, build_tiny_model
 from poly_epo_trl.trainer.engines import engine_of
 
-TRAINERS = {"poly_epo": PolyEPOTrainer, "grpo_div": GRPODivTrainer}
+
+class UCPOTrainer(PolyEPOTrainer):
+    """UCPO (which reads each completion's sampling log-probability through the log-prob door), recording at each
+    loss the door's sums and TRL's old_per_token_logps (the policy at the step the batch was sampled, which TRL
+    computes under vLLM) summed over the completion mask, by completion text."""
+
+    method_name = "ucpo"
+
+    def _compute_loss(self, model, inputs):
+        sums = (inputs["old_per_token_logps"] * inputs["completion_mask"]).sum(1).tolist()
+        texts = self.processing_class.batch_decode(inputs["completion_ids"], skip_special_tokens=True)
+        batch = self.step.batch
+        door = dict(zip(batch.completions, batch.sequence_logprobs.flatten().tolist(), strict=True))
+        self.door_gaps = [
+            *getattr(self, "door_gaps", []),
+            *(abs(door[t] - s) for t, s in zip(texts, sums, strict=True)),
+        ]
+        return super()._compute_loss(model, inputs)
+
+
+TRAINERS = {"poly_epo": PolyEPOTrainer, "grpo_div": GRPODivTrainer, "ucpo": UCPOTrainer}
 TEXTS = [make_prompt(s) + answer for s, answer in ((23, "11+12"), (40, "1+39"), (31, "30+1"))]
 
 
@@ -213,6 +233,7 @@ def main(out: Path, trainer_name: str, lora: bool, vllm_dtype: str, server_port:
         "engine": engine_of(trainer.accelerator).name,
         "judge_calls": len(trainer.last_set_batch.completions) if trainer.last_set_batch else 0,
         "loaded_after_training": loaded_after_training,
+        "door_gaps": getattr(trainer, "door_gaps", []),
     }
     rank = trainer.accelerator.process_index
     (out / ("result.json" if trainer.accelerator.num_processes == 1 else f"result_rank{rank}.json")).write_text(
