@@ -301,7 +301,10 @@ def test_an_unknown_trainer_in_a_recipe_names_what_can_be_named(tmp_path):
 def test_parse_refuses_an_unknown_trainer_with_the_registered_names():
     from poly_epo_trl.commands.train import parse
 
-    with pytest.raises(RecipeError, match=r"trainer='poly_epo2'.*'grpo', 'grpo_div', 'novelty', 'pass_at_k'"):
+    with pytest.raises(
+        RecipeError,
+        match=r"trainer='poly_epo2'.*'grpo', 'grpo_div', 'ips_grpo', 'max_rl', 'novelty', 'outcome_batch', 'pass_at",
+    ):
         parse([*TINY, "--trainer", "poly_epo2"])
 
 

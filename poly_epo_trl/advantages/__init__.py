@@ -1,6 +1,6 @@
 """Set-RL advantages: the marginal set advantage, its set objectives and the paper's baselines."""
 
-from .baselines import diversity_bonus, group_relative_advantages
+from .baselines import diversity_bonus, group_relative_advantages, std_normalised_advantages
 from .compare import compare_advantages
 from .objectives import (
     BUILTIN_OBJECTIVES,
@@ -12,6 +12,7 @@ from .objectives import (
     polychromic_objective,
     resolve_objective,
 )
+from .pkpo import PKPO_BASELINES, pkpo_advantages, pkpo_group
 from .scaling import SCALINGS, STD_EPSILON, scale_advantages
 from .set_advantages import ESTIMATORS, REDUCTIONS, marginal_set_advantages
 
@@ -20,6 +21,7 @@ __all__ = [
     "DEGENERATE_CLUSTER_ID",
     "ESTIMATORS",
     "OBJECTIVES",
+    "PKPO_BASELINES",
     "REDUCTIONS",
     "SCALINGS",
     "STD_EPSILON",
@@ -30,7 +32,10 @@ __all__ = [
     "marginal_set_advantages",
     "mean_objective",
     "pass_at_n_objective",
+    "pkpo_advantages",
+    "pkpo_group",
     "polychromic_objective",
     "resolve_objective",
     "scale_advantages",
+    "std_normalised_advantages",
 ]

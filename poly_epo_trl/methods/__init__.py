@@ -1,11 +1,27 @@
 """Advantage methods: how a step's judged groups become what the loss trains on, one registered function each
 (``base``: the interface; ``settings``: where a run's method settings come from; ``apply``: what the trainer does
 around every method). Built in: ``poly_epo`` (the marginal set advantage), the paper's baselines ``grpo`` (Dr.GRPO)
-and ``grpo_div`` (GRPO+DIV), and two from the literature: ``pass_at_k`` (Pass@k Training's analytic advantage) and
-``novelty`` (a cross-step novelty bonus in the spirit of outcome-based exploration). Each declares the settings it
-owns (``SetSettings``, ``DiversitySettings``, ``PassAtKSettings``)."""
+and ``grpo_div`` (GRPO+DIV), and the exploration methods of the literature, one file each: ``pass_at_k`` (Pass@k
+Training), ``pkpo`` (Pass@k Policy Optimization), ``max_rl`` (MaxRL), ``f_grpo`` (F-GRPO), ``ucpo`` (UCPO),
+``unlikeliness`` (the unlikeliness reward), ``ips_grpo`` (inverse probability scaling), ``uniqueness``
+(uniqueness-aware RL), ``outcome_batch`` (batch exploration) and ``novelty`` (a cross-step novelty bonus in the
+spirit of outcome-based exploration). Each declares the settings it owns. ``floor``: the run's reward floor, read by
+the methods that multiply rewards."""
 
-from . import baselines, novelty, pass_at_k, poly_epo
+from . import (
+    baselines,
+    f_grpo,
+    ips_grpo,
+    max_rl,
+    novelty,
+    outcome_batch,
+    pass_at_k,
+    pkpo,
+    poly_epo,
+    ucpo,
+    uniqueness,
+    unlikeliness,
+)
 from .apply import MethodResult, apply_fallbacks, apply_method
 from .base import (
     KINDS,
@@ -40,11 +56,19 @@ __all__ = [
     "apply_method",
     "baselines",
     "bonus_method",
+    "f_grpo",
     "get_method",
+    "ips_grpo",
+    "max_rl",
     "novelty",
+    "outcome_batch",
     "pass_at_k",
+    "pkpo",
     "poly_epo",
     "resolve_settings",
     "setting_owners",
     "shown_settings",
+    "ucpo",
+    "uniqueness",
+    "unlikeliness",
 ]
