@@ -126,3 +126,22 @@ def test_records_give_seeds_x_problems_tables_their_summaries_and_paired_differe
     assert against_start["pass@4"] == expected.as_dict()
     between = records_difference(runs, runs[::-1], [1])
     assert between["pass@1"]["mean"] == pytest.approx(0.0) and set(between) == {"pass@1", "distinct correct"}
+
+
+def test_pcmd_is_the_gini_simpson_index_of_the_correct_answers_modes():
+    """By hand: 6 correct samples in three modes, 1/2 (twice) with 0.5 (once), 3 (twice) and 3+7 (once): shares 3/6,
+    2/6 and 1/6, PCMD 1 - (9 + 4 + 1) / 36 = 22/36, N_eff = 36/14. No correct sample: PCMD 0 and no mode."""
+    from poly_epo_trl.evaluation.report import effective_modes, pcmd, problem_metrics, summarize
+
+    counts = {"1/2": 2, "0.5": 1, "3": 2, "3+7": 1}
+    assert pcmd(counts) == pytest.approx(22 / 36)
+    assert effective_modes(counts) == pytest.approx(36 / 14)
+    assert pcmd({"5": 4}) == 0 and effective_modes({"5": 4}) == 1
+    assert pcmd({"3+7": 1, "7+3": 1}) == 0  # one mode, in either order
+    assert pcmd({}) == 0 and effective_modes({}) == 0
+    rewards = [1, 1, 1, 0, 1, 1, 1, 0]
+    answers = ["1/2", "0.5", "3", "9", "3", "1/2", "3+7", None]
+    metrics = problem_metrics(rewards, answers, None)
+    assert metrics["pcmd"] == pytest.approx(22 / 36) and metrics["effective_modes"] == pytest.approx(36 / 14)
+    summary = summarize([metrics, problem_metrics([0] * 8, ["1"] * 8, None)], num_resamples=10)
+    assert summary["pcmd"]["mean"] == pytest.approx(11 / 36)

@@ -23,7 +23,8 @@ logger = logging.getLogger(__name__)
 class PassAtKCallback(TrainerCallback):
     """Samples ``settings.num_samples`` completions per held-out problem with the policy being trained (for an
     ``agent``, plays as many episodes, as training plays them) and logs
-    ``eval_pass@k`` (k = 1, 2, 4, ..., n), ``eval_maj@n``, ``eval_vote_share`` and ``eval_distinct_correct_clusters``
+    ``eval_pass@k`` (k = 1, 2, 4, ..., n), ``eval_maj@n``, ``eval_vote_share``, ``eval_pcmd`` and
+    ``eval_effective_modes`` (the correct answers' judge-free diversity) and ``eval_distinct_correct_clusters``
     through the trainer (``log_beside_training``: the log history, and wandb and trackio under ``eval/``, as
     transformers names an evaluation's metrics). Each process samples its share of the problems, with the run's
     colocated vLLM engine where it generates with one (``sampling.trainer_engine``), else with transformers; the log
@@ -128,13 +129,17 @@ class PassAtKCallback(TrainerCallback):
         metrics["eval_vote_share"] = summary["vote_share"]["mean"]
         if summary["distinct_correct_clusters"] is not None:
             metrics["eval_distinct_correct_clusters"] = summary["distinct_correct_clusters"]["mean"]
+        metrics["eval_pcmd"] = summary["pcmd"]["mean"]
+        metrics["eval_effective_modes"] = summary["effective_modes"]["mean"]
         logger.info(
-            "step %d: held-out pass@1 %.3f, pass@%d %.3f, distinct correct clusters %s (%d problems, %.1fs)",
+            "step %d: held-out pass@1 %.3f, pass@%d %.3f, distinct correct clusters %s, PCMD %.3f (%d problems, "
+            "%.1fs)",
             self.trainer.state.global_step,
             metrics["eval_pass@1"],
             summary["num_samples"],
             summary["pass_at_k"]["mean"][-1],
             f"{metrics['eval_distinct_correct_clusters']:.2f}" if "eval_distinct_correct_clusters" in metrics else "-",
+            metrics["eval_pcmd"],
             len(self.rows),
             time.perf_counter() - start,
         )

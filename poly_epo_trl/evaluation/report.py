@@ -8,12 +8,52 @@ from typing import Any
 import numpy as np
 
 from ..constants import DEGENERATE_CLUSTER_ID
+from ..judges.answer import mode_key
 from .intervals import crossed_interval, paired_difference, seed_range
 from .metrics import majority_at_k, majority_vote, pass_at_k, powers_of_two_up_to
 
 CURVES = ("pass_at_k", "maj_at_k")
 RATES = (*CURVES, "vote_share")  # in [0, 1]; the other scalars are counts
-SCALARS = ("vote_share", "distinct_clusters", "distinct_correct_clusters", "num_correct")
+SCALARS = (
+    "vote_share",
+    "distinct_clusters",
+    "distinct_correct_clusters",
+    "num_correct",
+    "pcmd",
+    "effective_modes",
+    "mean_reward",
+)
+
+
+def correct_modes(correct_answer_counts: dict[str, int]) -> dict[str, int]:
+    """A problem's correct answers grouped into modes by the answer judge's key (``judges.answer.mode_key``: 1/2 and
+    0.5 are one mode, as are 3+7 and 7+3), each with its count."""
+    modes: dict[str, int] = {}
+    for answer, count in correct_answer_counts.items():
+        key = mode_key(answer)
+        modes[key] = modes.get(key, 0) + count
+    return modes
+
+
+def pcmd(correct_answer_counts: dict[str, int]) -> float:
+    """PCMD, the Gini-Simpson index of a problem's correct answers' modes: 1 - sum_c q_c^2, q_c the share of the
+    correct samples in mode c (``correct_modes``). 0 when every correct sample gives one answer, and 0 for a problem
+    with no correct sample (no mode to spread over); near 1 when they spread over many."""
+    modes = correct_modes(correct_answer_counts)
+    total = sum(modes.values())
+    return 1.0 - sum((c / total) ** 2 for c in modes.values()) if total else 0.0
+
+
+def effective_modes(correct_answer_counts: dict[str, int]) -> float:
+    """N_eff = 1 / (1 - PCMD), the number of equally likely modes with that PCMD (k modes of equal share give k); 0
+    for a problem with no correct sample."""
+    return 1.0 / (1.0 - pcmd(correct_answer_counts)) if correct_answer_counts else 0.0
+
+
+def mean_reward(rewards: Sequence[float | None]) -> float | None:
+    """The mean of the scored rewards (None and NaN: not scored); None when none was."""
+    scored = [float(r) for r in rewards if r is not None and r == r]
+    return sum(scored) / len(scored) if scored else None
 
 
 def problem_metrics(
@@ -27,7 +67,8 @@ def problem_metrics(
 ) -> dict[str, Any]:
     """One problem's n samples: pass@k and maj@k for k = 1, 2, 4, ..., n, the winning answer's vote share, the
     distinct non-degenerate clusters among all and among correct samples (None without clusters; when the judge saw
-    only the first m samples, among those m), and how often each correct answer was given."""
+    only the first m samples, among those m), how often each correct answer was given, the judge-free diversity of
+    those answers (``pcmd`` and ``effective_modes``), and the mean reward of the scored samples."""
     n = len(rewards)
     correct = [r is not None and r >= correct_reward_threshold for r in rewards]  # NaN compares False
     ks = powers_of_two_up_to(n)
@@ -44,6 +85,9 @@ def problem_metrics(
         "vote_share": majority_vote(answers)[1],
         "distinct_clusters": None,
         "distinct_correct_clusters": None,
+        "pcmd": pcmd(counts),
+        "effective_modes": effective_modes(counts),
+        "mean_reward": mean_reward(rewards),
     }
     if clusters is not None:
         kept = [c for c in clusters if c != degenerate_cluster_id]
@@ -73,13 +117,14 @@ def summarize(
     problems by the winning answer's share and gives maj@n accuracy per bin."""
     if not problems:
         raise ValueError("No scored problems to summarize.")
+    problems = [with_modes(p) for p in problems]
     sizes = {p["num_samples"] for p in problems}
     if len(sizes) != 1:
         raise ValueError(f"Problems have different sample counts {sorted(sizes)}; evaluate them in one setting.")
     n = sizes.pop()
     summary: dict[str, Any] = {"num_problems": len(problems), "num_samples": n, "ks": powers_of_two_up_to(n)}
     for key in (*CURVES, *SCALARS):
-        rows = [p[key] for p in problems if p[key] is not None]
+        rows = [p[key] for p in problems if p.get(key) is not None]
         if not rows:
             summary[key] = None
             continue
@@ -94,6 +139,17 @@ def summarize(
 
 
 RECORD_KEYS = ("num_samples", *CURVES, *SCALARS, "correct_answer_counts")
+
+
+def with_modes(problem: dict[str, Any]) -> dict[str, Any]:
+    """A problem's metrics with ``pcmd`` and ``effective_modes`` (computed from its correct answers' counts where a
+    record written before they were kept lacks them)."""
+    if "pcmd" in problem:
+        return problem
+    counts = problem.get("correct_answer_counts")
+    if counts is None:  # a record that kept no answers: no modes to count
+        return {**problem, "pcmd": None, "effective_modes": None, "mean_reward": None}
+    return {**problem, "pcmd": pcmd(counts), "effective_modes": effective_modes(counts), "mean_reward": None}
 
 
 def problem_record(metrics: dict[str, Any]) -> dict[str, Any]:
@@ -140,11 +196,12 @@ def across_seeds(summaries: Sequence[dict[str, Any]], confidence: float = 0.95) 
     paired = all(s.get("problems") for s in summaries) and len({len(s["problems"]) for s in summaries}) == 1
     out["interval"] = interval_label(len(summaries), out["num_problems"], paired, confidence)
     for key in (*CURVES, *SCALARS):
-        if any(s[key] is None for s in summaries):
+        if any(s.get(key) is None for s in summaries):
             out[key] = None
             continue
         if paired:
-            rows = [[np.atleast_1d(np.nan if p[key] is None else p[key]) for p in s["problems"]] for s in summaries]
+            problems = [[with_modes(p) for p in s["problems"]] for s in summaries]
+            rows = [[np.atleast_1d(np.nan if p[key] is None else p[key]) for p in run] for run in problems]
             table = np.array(rows, dtype=float)
             table = table[:, ~np.isnan(table).any(axis=(0, 2))]  # problems a run has no value for (a judge's miss)
             top = 1.0 if key in RATES else float("inf")
@@ -181,7 +238,7 @@ def records_table(runs: Sequence[Records], stat: str, k: int | None = None) -> n
     ``"pass_at_k"``), or each record's ``stat``."""
     if stat == "pass_at_k":
         return np.array([[pass_at_k(r["num_samples"], r["num_correct"], k) for r in run] for run in runs], dtype=float)
-    return np.array([[r[stat] for r in run] for run in runs], dtype=float)
+    return np.array([[with_modes(r)[stat] for r in run] for run in runs], dtype=float)
 
 
 def pooled_records(runs: Sequence[Records]) -> list[dict[str, Any]]:
@@ -234,12 +291,16 @@ def records_summary(
     }
 
 
+PAIRED_SCALARS = {"distinct_correct_clusters": "distinct correct", "pcmd": "pcmd", "mean_reward": "mean reward"}
+
+
 def records_difference(
     first: Sequence[Records], second: Sequence[Records] | Records, ks: Sequence[int], confidence: float = 0.95
 ) -> dict[str, dict[str, float]]:
-    """``first - second`` at pass@k for each of ``ks`` and in distinct correct clusters (where both have them), each
-    with its ``paired_difference`` interval: paired on problems, and on the seed's index where ``second`` is several
-    runs too; one run's records (a model such as the start) are subtracted from every seed's."""
+    """``first - second`` at pass@k for each of ``ks`` and in distinct correct clusters, PCMD and mean reward (where
+    both have them: ``PAIRED_SCALARS``), each with its ``paired_difference`` interval: paired on problems, and on the
+    seed's index where ``second`` is several runs too; one run's records (a model such as the start) are subtracted
+    from every seed's."""
     one = bool(second) and isinstance(second[0], dict)
     runs = [second] if one else second
 
@@ -253,11 +314,9 @@ def records_difference(
         )
         for k in ks
     }
-    distinct = "distinct_correct_clusters"
-    if all(r.get(distinct) is not None for run in (*first, *runs) for r in run):
-        out["distinct correct"] = paired_difference(
-            records_table(first, distinct), other(distinct), confidence=confidence
-        )
+    for key, name in PAIRED_SCALARS.items():
+        if all(with_modes(r).get(key) is not None for run in (*first, *runs) for r in run):
+            out[name] = paired_difference(records_table(first, key), other(key), confidence=confidence)
     return {name: interval.as_dict() for name, interval in out.items()}
 
 
@@ -299,8 +358,9 @@ def format_table(
     columns: Sequence[tuple[str, str, int | None, int]] | None = None,
 ) -> str:
     """A console table, one row per summary, each cell mean [interval]. ``columns``: (title, key, the index of a
-    curve's point or None for a scalar, digits); by default pass@1, pass@n, maj@n, vote share and distinct correct
-    clusters. A summary without a column's key shows "-"."""
+    curve's point or None for a scalar, digits); by default pass@1, pass@n, maj@n, vote share, distinct correct
+    clusters (the judge's), and the correct answers' PCMD and effective number of modes (judge-free). A summary
+    without a column's key shows "-"."""
     if columns is None:
         n = max(s["num_samples"] for s in summaries.values())
         columns = (
@@ -309,6 +369,8 @@ def format_table(
             (f"maj@{n}", "maj_at_k", -1, 3),
             ("vote share", "vote_share", None, 3),
             ("distinct correct", "distinct_correct_clusters", None, 2),
+            ("PCMD", "pcmd", None, 3),
+            ("N_eff", "effective_modes", None, 2),
         )
     width = max(18, *(len(label) + 2 for label in summaries))
     lines = [f"{first:<{width}}" + "".join(f"{title:>24}" for title, *_ in columns)]

@@ -150,6 +150,18 @@ def strategy_key(answer: Answer) -> str:
     return answer_key(answer.text)
 
 
+def mode_key(answer: str) -> str:
+    """The answer judge's key of an answer already read from a completion (a vote's answer): an arithmetic
+    expression's ordering-free key, a number's lowest terms, any other answer itself. Two answers with one key are one
+    mode of a problem's correct answers (``evaluation.report``'s PCMD)."""
+    text = str(answer)
+    expression = (
+        _EXPRESSION.fullmatch(text) and _OPERATOR.search(text) and not _RATIONAL.fullmatch(text.replace(" ", ""))
+    )
+    key = expression_key(text) if expression else None
+    return "expression " + key if key is not None else answer_key(text)
+
+
 class AnswerJudge(ClusteringJudge):
     """Same final answer (``read_answer``, ``strategy_key``), same cluster; no answer, degenerate (id 100). Of an
     agent's trajectory it reads the final answer (``text.final_text``: the last assistant message's words)."""
