@@ -45,15 +45,22 @@ class UCPOTrainer(PolyEPOTrainer):
     method_name = "ucpo"
 
     def _compute_loss(self, model, inputs):
-        sums = (inputs["old_per_token_logps"] * inputs["completion_mask"]).sum(1).tolist()
-        texts = self.processing_class.batch_decode(inputs["completion_ids"], skip_special_tokens=True)
-        batch = self.step.batch
-        door = dict(zip(batch.completions, batch.sequence_logprobs.flatten().tolist(), strict=True))
-        self.door_gaps = [
-            *getattr(self, "door_gaps", []),
-            *(abs(door[t] - s) for t, s in zip(texts, sums, strict=True)),
-        ]
+        mask = inputs["completion_mask"]
+        sums = (inputs["old_per_token_logps"] * mask).sum(1).tolist()
+        prompts = [ids[m.bool()].tolist() for ids, m in zip(inputs["prompt_ids"], inputs["prompt_mask"], strict=True)]
+        completions = [ids[: int(n)].tolist() for ids, n in zip(inputs["completion_ids"], mask.sum(1), strict=True)]
+        keys = [(tuple(p), tuple(c)) for p, c in zip(prompts, completions, strict=True)]
+        door = dict(zip(self.door_keys, self.step.batch.sequence_logprobs.flatten().tolist(), strict=True))
+        gaps = [abs(door[key] - summed) for key, summed in zip(keys, sums, strict=True)]
+        self.door_gaps = [*getattr(self, "door_gaps", []), *gaps]
         return super()._compute_loss(model, inputs)
+
+    def _calculate_rewards(self, *args, **kwargs):
+        rewards = super()._calculate_rewards(*args, **kwargs)
+        generated = self.step.generated  # one process: the batch's rows, in the door's order
+        pairs = zip(generated.prompt_ids, generated.completion_ids, strict=True)
+        self.door_keys = [(tuple(p), tuple(c)) for p, c in pairs]
+        return rewards
 
 
 TRAINERS = {"poly_epo": PolyEPOTrainer, "grpo_div": GRPODivTrainer, "ucpo": UCPOTrainer}
