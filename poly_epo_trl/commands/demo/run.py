@@ -31,7 +31,12 @@ from poly_epo_trl.tasks import TASKS
 
 METHODS = ("grpo", "grpo_div", "poly_epo")
 LABELS = {"grpo": "GRPO (Dr.GRPO)", "grpo_div": "GRPO+DIV", "poly_epo": "Poly-EPO", "warm": "warm start"}
-CURVE = ("step", "eval_pass@1", "eval_distinct_correct_clusters")  # the log history's keys the curves keep
+CURVE = (
+    "step",
+    "eval_pass@1",
+    "eval_distinct_correct_clusters",
+    "eval_pcmd",
+)  # the log history's keys the curves keep
 COLORS = {"GRPO (Dr.GRPO)": "tab:red", "GRPO+DIV": "tab:orange", "Poly-EPO": "tab:blue", "warm start": "gray"}
 
 
