@@ -111,6 +111,13 @@ RECIPES = [
         "Method 'grpo_div': diversity_coef",
     ),
     ("judge_unknown", replaced("judge: sum_pair", "judge: oracle"), "oracle"),
+    ("audit_judge_unknown", RECIPE + "audit_judge: oracle\n", "audit_judge='oracle': Unknown judge spec 'oracle'"),
+    ("audit_every_zero", RECIPE + "audit_judge: answer\naudit_every: 0\n", "audit_every=0: it must be at least 1"),
+    (
+        "audit_judge_without_a_judge",
+        replaced("trainer: poly_epo", "trainer: grpo") + "audit_judge: answer\n",
+        "the audit judge audits the training judge, and trainer='grpo' has none",
+    ),
     ("judge_fallback_unknown", RECIPE + "judge_fallback: ignore\n", "judge_fallback"),
     ("judge_template_missing", RECIPE + "judge_template: physics\n", "judge_template"),
     ("judge_timeout_zero", RECIPE + "judge_timeout: 0\n", "judge_timeout"),

@@ -40,8 +40,9 @@ class AgreementArguments(EvalArguments):
         default=None,
         metadata={
             "help": "A training run's audit trail (its output_dir, or the judged_groups.jsonl there): its groups, and "
-            "the labels the run's judge gave them as the labeling `recorded` (groups that fell back have none); "
-            "then one judge is enough. A person's labels: a copy of the file with its cluster_ids edited."
+            "the labels the run's judge gave them as the labeling `recorded` (groups that fell back have none), and "
+            "its audit judge's as `audit:<judge>` where it had one (the audited groups only); then one judge is "
+            "enough. A person's labels: a copy of the file with its cluster_ids edited."
         },
     )
     output_dir: str = field(default="outputs/judge_agreement", metadata={"help": "agreement.json, agreement.png."})
@@ -83,9 +84,10 @@ def load_groups(args: AgreementArguments) -> list[tuple[str, list[str]]]:
     return [(prompt_text(rows[i]["prompt"]), texts[i][: args.judge_samples]) for i in order]
 
 
-def load_judged_groups(path: str) -> tuple[list[tuple[str, list]], list[list[int] | None], float]:
+def load_judged_groups(path: str) -> AgreementParts:
     """A run's audit trail as groups, the labels its judge gave them (None where the group fell back) and the
-    seconds the judge took."""
+    seconds the judge took; where the run had an audit judge, its labels too (None where it did not audit the group
+    or fell back)."""
     try:
         records = read_audit(path)
     except (OSError, ValueError) as error:
@@ -94,7 +96,13 @@ def load_judged_groups(path: str) -> tuple[list[tuple[str, list]], list[list[int
         raise RecipeError(f"judged_groups={path!r}: no judged groups there (judge_audit_fraction 0, or no step ran).")
     groups = [(r["problem"], r["completions"]) for r in records]
     labels = [r["cluster_ids"] if r["fallback"] is None else None for r in records]
-    return groups, labels, sum(r["seconds"] for r in records)
+    audits = [r.get("audit") for r in records]
+    audited = [a["cluster_ids"] if a and a["fallback"] is None else None for a in audits]
+    if not any(audited):
+        return AgreementParts(groups, labels, sum(r["seconds"] for r in records))
+    audit_judge = next(a["judge"] for a in audits if a)
+    seconds = sum(a["seconds"] for a in audits if a)
+    return AgreementParts(groups, labels, sum(r["seconds"] for r in records), audited, seconds, audit_judge)
 
 
 @dataclass
@@ -105,10 +113,13 @@ class AgreementParts:
     groups: list[tuple[str, list]]
     recorded: list[list[int] | None] | None = None
     recorded_seconds: float = 0.0
+    audited: list[list[int] | None] | None = None  # the run's audit judge's labels (None: a group it did not audit)
+    audited_seconds: float = 0.0
+    audit_judge: str | None = None
 
 
 def assemble_agreement(args: AgreementArguments) -> AgreementParts:
     """The groups of ``args``: from a run's audit trail, from a ``poly-epo eval`` folder, or sampled now."""
     if args.judged_groups:
-        return AgreementParts(*load_judged_groups(args.judged_groups))
+        return load_judged_groups(args.judged_groups)
     return AgreementParts(load_groups(args))

@@ -317,6 +317,16 @@ def assemble_training(
             raise RecipeError(f"judge={training_args.judge!r}: {error}") from None
         if script_args.check_judge:
             check_judge(judge)
+    if training_args.audit_judge is not None:
+        if not method.needs_judge:
+            raise RecipeError(
+                f"audit_judge={training_args.audit_judge!r}: the audit judge audits the training judge, and "
+                f"trainer={script_args.trainer!r} has none. Drop audit_judge, or train with a method that judges."
+            )
+        try:
+            training_args.judge_spec(text=training_args.audit_judge)
+        except (ValueError, ImportError) as error:
+            raise RecipeError(f"audit_judge={training_args.audit_judge!r}: {error}") from None
     eval_rows = None
     if script_args.eval_dataset_name:
         eval_steps = training_args.eval_steps

@@ -6,11 +6,11 @@
         --judges answer embedding openai --judge_base_url http://127.0.0.1:8001/v1
 
 Groups are a ``poly-epo eval`` checkpoint folder's samples (``--samples``) on the recipe's rows, a training run's
-audit trail (``--judged_groups``: the groups it trained on, with the labels its judge gave them as one more
-labeling, ``recorded``), or are drawn from the recipe's first checkpoint. Every judge clusters every group; for each
-pair of judges the mean adjusted Rand index over groups and the share of completions both call degenerate or both
-not, each with a bootstrap interval over groups; for each judge its seconds and tokens per group. Writes
-agreement.json and agreement.png to output_dir.
+audit trail (``--judged_groups``: the groups it trained on, with the labels its judge gave them as one more labeling,
+``recorded``, and its audit judge's as ``audit:<judge>`` on the groups it audited), or are drawn from the recipe's
+first checkpoint. Every judge clusters every group; for each pair of judges the mean adjusted Rand index over groups
+and the share of completions both call degenerate or both not, each with a bootstrap interval over groups; for each
+judge its seconds and tokens per group. Writes agreement.json and agreement.png to output_dir.
 """
 
 from __future__ import annotations
@@ -116,6 +116,9 @@ def run(args: AgreementArguments) -> dict[str, Any]:
     recorded = {}
     if parts.recorded is not None:
         recorded["recorded"] = labeling(parts.recorded, parts.recorded_seconds, 0, len(groups))
+    if parts.audited is not None:
+        audited = sum(labels is not None for labels in parts.audited)
+        recorded[f"audit:{parts.audit_judge}"] = labeling(parts.audited, parts.audited_seconds, 0, max(audited, 1))
     judged = {**recorded, **judge_all(args, groups)}
     pairs = pairwise(judged, args.bootstrap, args.confidence, args.seed)
     out = Path(args.output_dir)

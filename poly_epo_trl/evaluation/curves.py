@@ -25,6 +25,8 @@ PANELS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("distinct clusters per group", ("poly_epo/distinct_clusters", "poly_epo/distinct_correct_clusters")),
     ("set score", ("poly_epo/set_score",)),
     ("judge fallback fraction", ("judge/fallback_frac",)),
+    ("training judge vs audit judge: adjusted Rand", ("judge_audit/adjusted_rand",)),
+    ("distinct clusters per audited group", ("judge_audit/distinct_train", "judge_audit/distinct_audit")),
     ("tool calls per episode", ("tools/call_frequency",)),  # agents: TRL's count of calls over rollouts
 )
 LINESTYLES = ("-", "--", ":", "-.")

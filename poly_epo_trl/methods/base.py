@@ -78,6 +78,9 @@ class SetBatch:
     reward_floor: float = 0.0
     sequence_logprobs: torch.Tensor | None = None
     completion_lengths: torch.Tensor | None = None
+    audits: dict[int, JudgeResult] | None = (
+        None  # the audit judge's verdicts, by group: the audit trail's, no method's
+    )
 
     def logprobs_for(self, method: str) -> tuple[torch.Tensor, torch.Tensor]:
         """``sequence_logprobs`` and ``completion_lengths``; ValueError naming ``method`` where the batch carries

@@ -87,6 +87,36 @@ class PolyEPOSettings(JudgeSettings, BuiltinMethodFields):
         },
     )
 
+    audit_judge: str | None = field(
+        default=None,
+        metadata={
+            "help": "A second judge that audits the training judge over training (a spec, as judge takes: 'answer', "
+            "'embedding', 'openai', 'python:package.module:function'; or the trainer's audit_judge= object): every "
+            "audit_every steps it re-judges audit_groups of the step's groups, and judge_audit/* logs how the two "
+            "agree. The training advantages never read its labels. None: no audit (nothing changes)."
+        },
+    )
+    audit_every: int = field(
+        default=10, metadata={"help": "Training steps between audits (the first audit is at the first step)."}
+    )
+    audit_groups: int = field(
+        default=4, metadata={"help": "How many of an audited step's groups the audit judge re-judges (its first)."}
+    )
+    audit_warn_below: float = field(
+        default=0.5,
+        metadata={
+            "help": "A WARNING names both judges when an audit's mean adjusted Rand index falls below this (1: the "
+            "same clusters; 0: no more alike than chance)."
+        },
+    )
+    audit_distinct_margin: float = field(
+        default=1.0,
+        metadata={
+            "help": "A WARNING names both judges when the training judge finds more distinct strategies per group "
+            "than the audit judge by more than this, at two audits in a row (the policy may be gaming the judge)."
+        },
+    )
+
     judge_audit_fraction: float = field(
         default=1.0,
         metadata={
@@ -163,6 +193,17 @@ class PolyEPOSettings(JudgeSettings, BuiltinMethodFields):
                 f"judge_audit_fraction={self.judge_audit_fraction}: the share of judged groups to write must be "
                 "within [0, 1] (1 every group, 0 none)."
             )
+        for name in ("audit_every", "audit_groups"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name}={getattr(self, name)}: it must be at least 1.")
+        if not -1 <= self.audit_warn_below <= 1:
+            raise ValueError(
+                f"audit_warn_below={self.audit_warn_below}: an adjusted Rand index lies within [-1, 1] (default 0.5)."
+            )
+        if not self.audit_distinct_margin >= 0:
+            raise ValueError(f"audit_distinct_margin={self.audit_distinct_margin}: a margin of strategies is >= 0.")
+        if isinstance(self.audit_judge, str) and not self.audit_judge.strip():
+            raise ValueError("audit_judge='' is empty: name a judge spec (e.g. 'answer'), or leave it out: no audit.")
         if not self.preemption_grace_seconds >= 0:
             raise ValueError(
                 f"preemption_grace_seconds must be non-negative seconds, got {self.preemption_grace_seconds}."

@@ -24,6 +24,7 @@ from ..judges import JudgeFailing, JudgePipeline, JudgeResult, step_metrics
 from ..judges.base import distinct_labels
 from . import step as steps
 from .config import PolyEPOSettings
+from .judge_audit import AuditJudging
 from .preemption import StepAbandoned
 from .rollouts import turns_from_env_mask
 from .step import Generated, OnceWarnings, PendingJudge, SetBatch, Step, gather_texts, set_batch
@@ -62,6 +63,7 @@ class GroupJudging:
         should_abandon: Callable[[bool], bool],
         warnings: OnceWarnings,
         rollout_tokenizer: Any = None,
+        auditor: AuditJudging | None = None,
     ) -> None:
         self.pipeline, self.settings, self.accelerator, self.warnings = pipeline, settings, accelerator, warnings
         self.log_metric, self.log_column, self.should_abandon = log_metric, log_column, should_abandon
@@ -69,6 +71,7 @@ class GroupJudging:
         self.steps_over_fallback_frac = 0  # resumed with a checkpoint (``resumable``)
         self.misfit_steps = 0  # training steps in a row whose verdicts suggest the judge does not fit the task
         self.audit = audit
+        self.auditor = auditor  # the audit judge beside this one, where the run has one
 
     def resumable(self) -> dict[str, tuple[Callable[[], Any], Callable[[Any], None]]]:
         """What a checkpoint keeps of the judging (the fallback patience), as (get, set) by name."""
@@ -78,10 +81,13 @@ class GroupJudging:
 
         return {PATIENCE: (lambda: self.steps_over_fallback_frac, restore)}
 
-    def submit(self, step: Step, prompts: list, completions: list, generated: Generated | None = None) -> None:
+    def submit(
+        self, step: Step, prompts: list, completions: list, generated: Generated | None = None, global_step: int = 0
+    ) -> None:
         """Gather the batch's texts (a collective) and submit the groups this process owns to the judge loop, as
-        ``step.pending``; ``generated``: what TRL's ``_generate`` returned besides the texts (a ``rollout_func``'s
-        episodes are read from it). Nothing for groups of one: there is nothing to compare."""
+        ``step.pending``, with the audited ones to the audit judge where the step after ``global_step`` is audited;
+        ``generated``: what TRL's ``_generate`` returned besides the texts (a ``rollout_func``'s episodes are read
+        from it). Nothing for groups of one: there is nothing to compare."""
         if step.group_size < 2:
             return
         if generated is not None and self.rollout_tokenizer is not None:
@@ -96,6 +102,11 @@ class GroupJudging:
             future = concurrent.futures.Future()
             future.set_exception(error)
         step.pending = PendingJudge(size, all_prompts, all_completions, owned, future)
+        if self.auditor is not None and self.auditor.due(step.mode, global_step):
+            audited = self.auditor.audited(owned)
+            by_group = dict(zip(owned, groups, strict=True))
+            step.pending.audit_owned = audited
+            step.pending.audit_future = self.auditor.submit([by_group[g] for g in audited]) if audited else None
 
     def rollout_turns(self, completions: list, generated: Generated) -> list:
         """What the judge reads of a ``rollout_func``'s episodes: its ``ROLLOUT_TRAJECTORY`` field, one list of chat
@@ -135,18 +146,23 @@ class GroupJudging:
     ) -> SetBatch:
         """The gathered batch as judged groups, on the host (``step.set_batch``): the task columns ``rewards`` (the
         host's copy) weighted by ``weights``, the judge's ids [G, N] and verdicts."""
+        audits = None
         if step.group_size > 1:
             if step.pending is None:  # not started by _generate (called on its own): start now
                 self.submit(step, prompts, completions)
             cluster_ids, verdicts = self.join(step.pending)
             all_prompts, all_completions = step.pending.prompts, step.pending.completions
             self.log_stats(step.mode, step.pending.waited)
+            if step.pending.audit_owned is not None:  # every process alike: the audit's join is a collective
+                audits = self.auditor.join(step.pending.audit_owned, step.pending.audit_future)
         else:  # groups of one (num_generations_eval=1): nothing to compare, no judge call, advantage 0
             all_prompts, all_completions = gather_texts(prompts, completions)
             cluster_ids = torch.zeros((len(all_completions), 1), dtype=torch.long)
             verdicts = [None] * len(all_completions)
         degenerate = self.settings.degenerate_cluster_id
-        return set_batch(step, rewards, weights, all_prompts, all_completions, cluster_ids, verdicts, degenerate)
+        batch = set_batch(step, rewards, weights, all_prompts, all_completions, cluster_ids, verdicts, degenerate)
+        batch.audits = audits
+        return batch
 
     def join(self, pending: PendingJudge) -> tuple[torch.Tensor, list[JudgeResult]]:
         """Wait for this process's verdicts and share them (a collective): cluster ids [G, N] and each group's
@@ -242,6 +258,8 @@ class GroupJudging:
             self.log_metric(batch.mode, f"poly_epo/{name}", value)
         if batch.mode == "train":
             self.check_fit(batch)
+        if batch.audits is not None:
+            self.auditor.measure(batch.cluster_ids, batch.verdicts, batch.audits, global_step + 1)
         start = self.accelerator.process_index * local_rows
         for name, values in judge_columns(batch, threshold, degenerate).items():
             self.log_column(name, values[start : start + local_rows])

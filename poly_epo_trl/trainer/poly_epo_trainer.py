@@ -54,6 +54,7 @@ from .config import (
 )
 from .engines import save_config_beside_shards
 from .inputs import check_keywords, check_reward_columns, checked_dataset
+from .judge_audit import AuditJudging
 from .judging import GroupJudging
 from .keeper import LongRunKeeper, Resumable
 from .logprobs import old_logps_computed
@@ -95,6 +96,7 @@ class PolyEPOTrainer(GRPOTrainer):
         *args: Any,
         judge: Any = None,
         method: Any = None,
+        audit_judge: Any = None,
         check_judge: bool = True,
         check_inputs: bool = True,
         **kwargs: Any,
@@ -125,6 +127,7 @@ class PolyEPOTrainer(GRPOTrainer):
         if check_inputs:
             self.check_inputs(arguments)
         pipeline = self.judge_pipeline(judge, arguments, check_judge) if self.method.needs_judge else None
+        audit_pipeline = self.audit_pipeline(audit_judge)
         self._name = self.method.label or self.method.name
         self._tag_names = ["trl", "grpo", *self.method.tags]
         self._paper = dict(self.method.paper) if self.method.paper else GRPOTrainer._paper
@@ -143,6 +146,10 @@ class PolyEPOTrainer(GRPOTrainer):
         self.audit = AuditTrail(self.args.output_dir, fraction, self.accelerator.is_main_process)
         self.add_callback(AuditResume(self.audit.audit))
         if pipeline is not None:
+            auditor = None
+            if audit_pipeline is not None:
+                train_judge = self.start_line_judge(judge)
+                auditor = AuditJudging(audit_pipeline, train_judge, self.settings, self.accelerator, self.log_metric)
             self.judging = GroupJudging(
                 pipeline=pipeline,
                 settings=self.settings,
@@ -153,6 +160,7 @@ class PolyEPOTrainer(GRPOTrainer):
                 should_abandon=self.should_abandon,
                 warnings=self.warnings,
                 rollout_tokenizer=self.rollout_tokenizer(),
+                auditor=auditor,
             )
         self.keeper = LongRunKeeper(
             accelerator=self.accelerator,
@@ -216,6 +224,26 @@ class PolyEPOTrainer(GRPOTrainer):
                 ) from None
         return pipeline
 
+    def audit_pipeline(self, audit_judge: Any) -> JudgePipeline | None:
+        """The audit judge (``judge_audit``), built as the training judge is (its settings' pipeline: retries,
+        outage waits, fallbacks): from ``audit_judge=`` (a spec, a ClusteringJudge or a function) or the settings'
+        ``audit_judge``; None without one. ValueError for a method without a judge to audit."""
+        spec = audit_judge if audit_judge is not None else self.settings.audit_judge
+        if spec is None:
+            return None
+        if not self.method.needs_judge:
+            raise ValueError(
+                f"audit_judge={spec!r}: the audit judge audits the training judge, and method {self.method.name!r} "
+                "has none. Drop audit_judge, or train with a method that judges (poly_epo, grpo_div, ...)."
+            )
+        return self.settings.make_judge(spec)
+
+    def start_line_judge(self, judge: Any) -> str:
+        """The training judge as the audit's warnings name it."""
+        if judge is not None and not isinstance(judge, (str, JudgePipeline)):
+            return getattr(judge, "__name__", None) or getattr(judge, "name", None) or type(judge).__name__
+        return str(self.settings.judge if isinstance(judge, JudgePipeline) or judge is None else judge)
+
     def count_nans(self, count: int) -> None:
         self.nans += count
 
@@ -275,6 +303,8 @@ class PolyEPOTrainer(GRPOTrainer):
         parts = trl_resumable(self)
         if self.judging is not None:
             parts.update(self.judging.resumable())
+            if self.judging.auditor is not None:
+                parts.update(self.judging.auditor.resumable())
         if self.method_state is not None:
             parts[METHOD_STATE] = (self.method_state.state_dict, self.method_state.load_state_dict)
         if self.method.reads_floor:
@@ -357,7 +387,7 @@ class PolyEPOTrainer(GRPOTrainer):
                 self.args.gradient_accumulation_steps, self.args.steps_per_generation, self.num_iterations
             )
         if self.judging is not None:
-            self.judging.submit(self.step, prompts, output[3], Generated.of(output))
+            self.judging.submit(self.step, prompts, output[3], Generated.of(output), self.state.global_step)
         return output
 
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):

@@ -50,6 +50,8 @@ class PendingJudge:
     owned: list[int]
     future: concurrent.futures.Future
     waited: float = 0.0  # seconds the main thread waited for the verdicts: what the judge cost the step
+    audit_owned: list[int] | None = None  # the groups this process's audit judge labels (None: not an audited step)
+    audit_future: concurrent.futures.Future | None = None
 
 
 @dataclass

@@ -46,12 +46,14 @@ def audit_records(batch: SetBatch, step: int, fraction: float, judged: bool = Tr
     """The audit trail's records of a batch's groups (``judges.audit``), those ``audited`` at ``fraction``. ``step``:
     the training step the batch was generated for (for an evaluation, the step it followed). ``judged``: the method
     judged the groups (a group without a verdict, of one completion, is left out); a method without a judge has each
-    group recorded with ``judge: null``. Beside the rewards and clusters, what the method read: the run's reward floor
-    where it is not 0, and each completion's sampling log-probability and length where the method read them."""
+    group recorded with ``judge: null``. A group the audit judge labelled is always recorded, with its ``audit``.
+    Beside the rewards and clusters, what the method read: the run's reward floor where it is not 0, and each
+    completion's sampling log-probability and length where the method read them."""
     records = []
     size = batch.cluster_ids.shape[1]
+    audits = batch.audits or {}
     for g, verdict in enumerate(batch.verdicts):
-        if (judged and verdict is None) or not audited(batch.mode, step, g, fraction):
+        if (judged and verdict is None) or not (audited(batch.mode, step, g, fraction) or g in audits):
             continue
         rows = slice(g * size, (g + 1) * size)
         record = {
@@ -73,6 +75,16 @@ def audit_records(batch: SetBatch, step: int, fraction: float, judged: bool = Tr
             record["reply_ignored"] = verdict.ignored
         if batch.reward_floor != 0:
             record["reward_floor"] = batch.reward_floor
+        if g in audits:  # the audit judge's labels beside the training judge's
+            found = audits[g]
+            record["audit"] = {
+                "judge": found.judge,
+                "cluster_ids": found.labels,
+                "strategies": found.strategies,
+                "fallback": found.fallback,
+                "cause": found.cause,
+                "seconds": round(found.seconds, 4),
+            }
         if batch.sequence_logprobs is not None and batch.completion_lengths is not None:
             record["sequence_logprobs"] = batch.sequence_logprobs[g].tolist()
             record["completion_lengths"] = batch.completion_lengths[g].tolist()
