@@ -92,6 +92,18 @@ def generation_backend(s: Settings) -> str:
     return "vllm" if on_gpu() and vllm_available() else "transformers"
 
 
+def precision() -> str:
+    """The dtype the runs train and sample in: bf16 on a GPU (where it supports it), float32 on CPU."""
+    import torch
+
+    return "bf16" if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else "float32"
+
+
+def machine(report: dict[str, Any]) -> str:
+    """Which hardware and dtype produced a report's numbers (a report before the dtype was kept: float32)."""
+    return f"{report['hardware']}, {report.get('precision', 'float32')}"
+
+
 def hardware() -> str:
     """The machine in words, for tables and figures: "2 CPU cores", or the GPU's name."""
     import torch
@@ -127,7 +139,8 @@ def recipe(method: str, seed: int, s: Settings, start: str, out: Path) -> list[s
     --activation_checkpointing false""".split()
     if s.max_prompts:
         argv += ["--max_train_samples", str(s.max_prompts), "--eval_max_problems", str(s.max_prompts)]
-    argv += ["--bf16", "true"] if on_gpu() else ["--use_cpu", "true", "--bf16", "false"]
+    argv += ["--bf16", "true"] if precision() == "bf16" else ["--bf16", "false"]
+    argv += [] if on_gpu() else ["--use_cpu", "true"]
     if generation_backend(s) == "vllm":
         argv += ["--use_vllm", "true", "--vllm_mode", "colocate"]
         argv += ["--vllm_gpu_memory_utilization", "0.3" if on_gpu() else "0.15"]
@@ -325,6 +338,10 @@ def run_all(s: Settings, start: str, out: Path, clock: Clock) -> tuple[dict[str,
 
 
 MARGIN = 0.05  # (b) and (d): how far below a reference still counts as keeping it
+# The settings' presets: the CPU table's (Settings' defaults) and the one-GPU long arm's, where GRPO has time to
+# narrow; the long arm's length is a proposal until a timing probe and tuning seeds (100 and up) on a GPU fix it
+# (docs/pages/real-lm.md, "On one GPU").
+ARMS: dict[str, dict[str, Any]] = {"cpu": {}, "long": {"steps": 600, "curve_every": 50}}
 
 
 Records = list[dict[str, Any]]  # one evaluation's per-prompt records
@@ -411,7 +428,7 @@ def figure(report: dict[str, Any], path: Path) -> None:
         COLORS,
     )
     fig.suptitle(
-        f"{report['model']} on names_by_letter, {len(s['seeds'])} seeds, {report['hardware']}", fontsize=10, y=1.0
+        f"{report['model']} on names_by_letter, {len(s['seeds'])} seeds, {machine(report)}", fontsize=10, y=1.0
     )
     fig.savefig(path, dpi=110, bbox_inches="tight")
 
@@ -436,11 +453,11 @@ def page(report: dict[str, Any], figure_path: str) -> str:
     some = next(v for k, v in summary.items() if k != LABELS["start"])
     lines = [
         f"![pass@k against k, and distinct correct answers over training: the start and each method, "
-        f"{len(s['seeds'])} seeds, {report['hardware']}]({figure_path})",
+        f"{len(s['seeds'])} seeds, {machine(report)}]({figure_path})",
         "",
         f"{report['model']}, held out: `{s['held_out']}` ({some['num_problems']} prompts x {s['eval_samples']} "
         f"samples a run; the start's samples pooled over the seeds' sampling seeds), seeds {s['seeds']}, "
-        f"{report['hardware']}: mean [{some['interval']}; the start's: over prompts]. {s['steps']} steps of "
+        f"{machine(report)}: mean [{some['interval']}; the start's: over prompts]. {s['steps']} steps of "
         f"{s['prompts_per_step']} prompts x {s['num_generations']} rollouts, learning rate {s['learning_rate']:g}, "
         f"n = {s['set_size']}, lambda = {s['diversity_coef']:g}; {report['seconds'] / 60:.0f} minutes in all.",
         "",
@@ -535,6 +552,7 @@ def compare(s: Settings, out: Path, page_path: Path | None) -> dict[str, Any]:
         "settings": asdict(s),
         "model": "SmolLM2-135M-Instruct" if s.model == DEFAULT_MODEL else s.model,
         "hardware": hardware(),
+        "precision": precision(),
         "generation_backend": generation_backend(s),
         "start_model": start_name(s),
         **analysis(s, start_finals, runs),
@@ -648,6 +666,14 @@ def parse_args(argv: list[str] | None) -> tuple[Settings, argparse.Namespace]:
         help=f"registered methods, or all (default: {' '.join(METHODS)})",
     )
     parser.add_argument("--backend", default="auto", choices=("auto", "transformers", "vllm"))
+    parser.add_argument(
+        "--arm",
+        default="cpu",
+        choices=sorted(ARMS),
+        help="the settings' preset: cpu (the 2-core table's 60 steps) or long (the one-GPU arm: "
+        + ", ".join(f"{k} {v}" for k, v in ARMS["long"].items())
+        + "); a setting given on the command line wins",
+    )
     defaults = Settings()
     for f in fields(Settings):
         if f.name in ("seeds", "methods", "backend"):
@@ -656,6 +682,10 @@ def parse_args(argv: list[str] | None) -> tuple[Settings, argparse.Namespace]:
         kind = {"max_prompts": int, "start": str}.get(f.name, type(value))
         parser.add_argument(f"--{f.name.replace('_', '-')}", type=kind, default=value)
     args = parser.parse_args(argv)
+    given = " ".join(argv if argv is not None else sys.argv[1:])
+    for name, value in ARMS[args.arm].items():
+        if f"--{name.replace('_', '-')}" not in given:
+            setattr(args, name, value)
     args.methods = chosen_methods(parser, args.methods)
     if not on_gpu() and args.workers < 1:
         parser.error("--workers must be at least 1")

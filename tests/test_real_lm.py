@@ -21,7 +21,7 @@ from transformers import AutoTokenizer, Qwen3Config, Qwen3ForCausalLM
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ["--seeds", "0", "--steps", "2", "--max-prompts", "2", "--prompts-per-step", "2", "--num-generations", "2"]
 TINY += ["--set-size", "1", "--eval-samples", "4", "--curve-every", "1", "--curve-samples", "2", "--workers", "2"]
-METHODS = {"grpo", "grpo_div", "novelty", "pass_at_k", "poly_epo"}
+METHODS = set(__import__("poly_epo_trl.methods", fromlist=["METHODS"]).METHODS.names())  # --methods all
 REPORTED = ROOT / "benchmarks" / "results" / "real_lm.json"  # the reported run's results.json
 TARGETS = {"grpo_below_start", "poly_epo_keeps_coverage", "distinct_ratio", "pass_at_1"}
 
@@ -96,6 +96,18 @@ def test_the_pages_results_are_drawn_from_the_reported_runs_records():
         assert cell in readme, cell
 
 
+def test_the_long_arm_is_a_preset_that_a_given_setting_overrides():
+    """--arm long: the one-GPU arm's length and curves (600 steps, every 50); a setting on the command line wins;
+    without it, the CPU arm's 60 steps."""
+    real_lm = benchmark()
+    long, _ = real_lm.parse_args(["--out", "x", "--arm", "long"])
+    assert (long.steps, long.curve_every) == (600, 50) and long.learning_rate == real_lm.Settings().learning_rate
+    shorter, _ = real_lm.parse_args(["--out", "x", "--arm", "long", "--steps", "300"])
+    assert (shorter.steps, shorter.curve_every) == (300, 50)
+    cpu, _ = real_lm.parse_args(["--out", "x"])
+    assert (cpu.steps, cpu.curve_every) == (60, 20)
+
+
 def test_the_prefix_prompts_hold_out_the_rarer_answers_of_trained_letters():
     """Every held-out prefix prompt ("... starting with Ma:") is under a letter trained on, has at least 2 correct
     members and fewer than its letter, and is never a training prompt; its answers are its letter's answers."""
@@ -151,6 +163,7 @@ def test_the_benchmark_runs_end_to_end_and_writes_every_field(tmp_path):
         assert isinstance(target["met"], bool)
         assert any(isinstance(v, dict) and {"low", "high", "confidence"} <= set(v) for v in target.values())
     assert "Poly-EPO - GRPO (Dr.GRPO)" in report["comparisons"] and report["hardware"].endswith("CPU cores")
+    assert report["precision"] == "float32" and "CPU cores, float32" in page.read_text()
     records = report["runs"]["poly_epo"]["0"]["final"]["problems"]
     assert [r["prompt"] for r in records] == [r["prompt"] for r in report["start_pooled"]["problems"]]
     assert {"num_samples", "num_correct", "distinct_correct_clusters", "correct_answer_counts"} <= set(records[0])
@@ -168,7 +181,7 @@ def test_the_benchmark_runs_end_to_end_and_writes_every_field(tmp_path):
     # run again with the same settings (as after an interruption): every run is kept, nothing is trained again
     again = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert again.returncode == 0, again.stdout[-2000:] + again.stderr[-3000:]
-    assert "kept from an earlier invocation: 6 of the runs and start evaluations" in again.stdout
+    assert f"kept from an earlier invocation: {len(METHODS) + 1} of the runs and start evaluations" in again.stdout
     assert "steps in" not in again.stdout
     rerun = json.loads((tmp_path / "out" / "results.json").read_text())
     assert rerun["summary"] == report["summary"] and rerun["seconds"] > report["seconds"]
@@ -187,6 +200,24 @@ def test_the_benchmark_runs_end_to_end_and_writes_every_field(tmp_path):
     assert drawn.returncode == 0, drawn.stdout[-2000:] + drawn.stderr[-3000:]
     assert drawn_page.read_text() == page.read_text()
     assert json.loads((tmp_path / "drawn" / "results.json").read_text()) == rerun
+
+
+@needs_smollm2
+@pytest.mark.slow
+def test_the_timing_probe_sizes_the_long_arm_from_a_few_steps(tmp_path):
+    """benchmarks/real_lm_probe.py at a tiny size on CPU: each method's step, run and evaluation timed on tuning
+    seed 100, and a number of steps that fits the budget (more with fewer seeds)."""
+    start = tiny_start(tmp_path / "start")
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import real_lm_probe
+
+    found = real_lm_probe.main(
+        ["--steps", "3", "--start", str(start), "--model", "tiny", "--max-prompts", "2", "--budget-minutes", "30",
+         "--out", str(tmp_path / "probe")]
+    )  # fmt: skip
+    assert set(found["report"]["runs"]) == {"grpo", "poly_epo"}
+    assert all(run["100"]["step_times"] for run in found["report"]["runs"].values())
+    assert found["fits"][3] >= found["fits"][5] > 0
 
 
 @needs_smollm2
