@@ -216,24 +216,31 @@ def page(report: dict[str, Any], figure_path: str = f"figures/{FIGURE}") -> str:
     )
 
 
-def figure(report: dict[str, Any], path: Path) -> None:
-    """PCMD over training (each method's mean over seeds) beside pass@k against k."""
-    from matplotlib import colormaps
+FIXED_COLORS = {"grpo": "tab:red", "grpo_div": "tab:orange", "poly_epo": "tab:blue", START: "gray"}
+OTHER_COLORS = ("tab:green", "tab:purple", "tab:brown", "tab:pink", "tab:olive", "tab:cyan", "gold", "lime", "teal",
+                "navy", "magenta", "black")  # fmt: skip
 
+
+def figure(report: dict[str, Any], path: Path) -> None:
+    """PCMD over training (each method's mean over seeds, each seed thin) beside pass@k against k (means: with
+    fourteen lines their intervals would hide each other; the table has them)."""
     from poly_epo_trl.evaluation.plots import training_figure
 
-    names = list(report["summary"])
-    palette = colormaps["tab20"]
-    colors = {label(m): palette(2 * (i % 10) + (i // 10) % 2) for i, m in enumerate(names)}  # ten hues first
-    colors[START] = "gray"
+    others = iter(OTHER_COLORS)
+    colors = {label(m): FIXED_COLORS.get(m) or next(others) for m in report["summary"]}
     curves = {
         label(m): [[(p["step"], p["eval_pcmd"]) for p in run["curve"] if "eval_pcmd" in p] for run in by_seed.values()]
         for m, by_seed in report["runs"].items()
     }
-    summaries = {label(m): s for m, s in report["summary"].items()}
-    band = report["summary"][START]["interval"]
-    fig = training_figure(curves, "PCMD of the correct answers", summaries, band, colors)
+    means = {
+        label(m): {**s, "pass_at_k": {name: s["pass_at_k"]["mean"] for name in ("mean", "low", "high")}}
+        for m, s in report["summary"].items()
+    }
+    s = report["settings"]
+    band = f"means over {len(s['seeds'])} seeds x {report['summary'][START]['num_problems']} problems"
+    fig = training_figure(curves, "PCMD of the correct answers", means, band, colors)
     fig.set_size_inches(14, 6)
+    fig.suptitle(f"{s['task']}: every method from one warm start, {report['hardware']}", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
 
