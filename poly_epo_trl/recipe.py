@@ -201,8 +201,6 @@ def check_flat_list(key: Any, value: Any) -> None:
 def recipe_value(argv: list[str] | None, key: str) -> Any:
     """The value ``key`` gets from the command line (``--key v``, ``--key=v``) or else the ``--config`` YAML; None when
     neither sets it or the recipe cannot be read (``parse_recipe`` reports that)."""
-    import yaml
-
     args = list(sys.argv[1:] if argv is None else argv)
     for i, arg in enumerate(args):
         for flag in (f"--{key}", f"--{key.replace('_', '-')}"):
@@ -210,22 +208,12 @@ def recipe_value(argv: list[str] | None, key: str) -> Any:
                 return args[i + 1]
             if arg.startswith(flag + "="):
                 return arg.split("=", 1)[1]
-    if "--config" in args[:-1]:
-        try:
-            with open(args[args.index("--config") + 1]) as file:
-                config = yaml.safe_load(file)
-        except (OSError, yaml.YAMLError):
-            return None
-        if isinstance(config, dict):
-            return config.get(key)
-    return None
+    return config_mapping(args).get(key)
 
 
 def recipe_nulls(argv: list[str] | None) -> set[str]:
     """The keys the ``--config`` YAML or the command line (``--key null``, ``--key None``) sets to null: a null reads
     as the field's default, which a run says for the settings whose default it chooses."""
-    import yaml
-
     args = list(sys.argv[1:] if argv is None else argv)
     nulls = {
         arg.removeprefix("--").split("=", 1)[0].replace("-", "_")
@@ -237,15 +225,22 @@ def recipe_nulls(argv: list[str] | None) -> set[str]:
             else i + 1 < len(args) and args[i + 1] in ("null", "None")
         )
     }
-    if "--config" in args[:-1]:
-        try:
-            with open(args[args.index("--config") + 1]) as file:
-                config = yaml.safe_load(file)
-        except (OSError, yaml.YAMLError):
-            return nulls
-        if isinstance(config, dict):
-            nulls |= {str(key) for key, value in config.items() if value is None}
-    return nulls
+    return nulls | {str(key) for key, value in config_mapping(args).items() if value is None}
+
+
+def config_mapping(args: list[str]) -> dict[Any, Any]:
+    """The ``--config`` YAML of a command line as a mapping; empty without one, or when it cannot be read or is no
+    mapping (``parse_recipe`` reports that)."""
+    import yaml
+
+    if "--config" not in args[:-1]:
+        return {}
+    try:
+        with open(args[args.index("--config") + 1]) as file:
+            config = yaml.safe_load(file)
+    except (OSError, yaml.YAMLError):
+        return {}
+    return config if isinstance(config, dict) else {}
 
 
 def json_mapping(name: str, value: Any, what: str) -> dict[str, Any] | None:
