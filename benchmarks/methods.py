@@ -8,8 +8,8 @@ and seeds.
     python benchmarks/methods.py --results benchmarks/results/methods.json --out DIR --page docs/pages/methods.md
 
 Writes ``DIR/results.json`` (``ks``; ``runs[method][seed]`` with the curve, the final evaluation's per-problem records
-and the training seconds; ``summary[method]``; ``versus_grpo[method]``; ``seconds``) and ``DIR/methods.png`` (pass@k
-against k, PCMD against the training step). ``--page`` fills the block between the page's markers. ``--results FILE``
+and the training seconds; ``summary[method]``; ``versus_grpo[method]``; ``seconds``), ``DIR/methods.png`` (pass@k
+against k, PCMD against the training step) and ``DIR/page.md`` (the page's block). ``--page`` fills the block between the page's markers. ``--results FILE``
 recomputes every statistic from a results file's per-problem records with this library and draws the figure and the
 page again, running nothing. The runs go to ``--workers`` processes of one core each.
 """
@@ -255,10 +255,12 @@ def write_page(text: str, path: Path) -> None:
 
 
 def publish(report: dict[str, Any], out: Path, page_path: Path | None) -> None:
-    """results.json, the figure and (``page_path``) the page's block; the figure beside the page too."""
+    """results.json, the figure and the page's block (``DIR/page.md``; with ``page_path`` into that page between its
+    markers too, the figure beside the page)."""
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.json").write_text(json.dumps(report, indent=1))
     figure(report, out / FIGURE)
+    (out / "page.md").write_text(page(report, FIGURE) + "\n")
     if page_path is not None:
         (page_path.parent / "figures").mkdir(exist_ok=True)
         figure(report, page_path.parent / "figures" / FIGURE)

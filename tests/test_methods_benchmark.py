@@ -73,6 +73,7 @@ def test_the_benchmark_runs_at_a_tiny_size_and_redraws_from_its_file(tmp_path):
     check_shape(report)
     assert set(report["runs"]) == {"grpo", "poly_epo", "ucpo"} and set(report["versus_grpo"]) == {"poly_epo", "ucpo"}
     assert (tmp_path / "run" / benchmark.FIGURE).stat().st_size > 10_000
+    assert (tmp_path / "run" / "page.md").read_text().startswith("`python benchmarks/methods.py --task prime_pair")
     drawn = block(page.read_text())
     again = tmp_path / "again.md"
     again.write_text(f"{start}\n{end}\n")
