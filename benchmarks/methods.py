@@ -9,9 +9,10 @@ and seeds.
 
 Writes ``DIR/results.json`` (``ks``; ``runs[method][seed]`` with the curve, the final evaluation's per-problem records
 and the training seconds; ``summary[method]``; ``versus_grpo[method]``; ``seconds``), ``DIR/methods.png`` (pass@k
-against k, PCMD against the training step) and ``DIR/page.md`` (the page's block). ``--page`` fills the block between the page's markers. ``--results FILE``
-recomputes every statistic from a results file's per-problem records with this library and draws the figure and the
-page again, running nothing. The runs go to ``--workers`` processes of one core each.
+against k, PCMD against the training step) and ``DIR/page.md`` (the page's block). ``--page`` fills the block between
+the page's markers. ``--results FILE`` recomputes every statistic from a results file's per-problem records with this
+library and draws the figure and the page again, running nothing. The runs go to ``--workers`` processes of one core
+each.
 """
 
 from __future__ import annotations
