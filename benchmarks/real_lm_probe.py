@@ -52,14 +52,20 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--model", default=Settings.model)
     parser.add_argument("--start", default=None)
     parser.add_argument("--max-prompts", type=int, default=None)
+    for name in ("prompts_per_step", "num_generations", "set_size", "eval_samples", "curve_samples"):
+        parser.add_argument(f"--{name.replace('_', '-')}", type=int, default=None, help="the long arm's by default")
     args = parser.parse_args(argv)
     long = replace(Settings(), **ARMS["long"])
+    sizes = {name: getattr(args, name) for name in ("prompts_per_step", "num_generations", "set_size", "eval_samples",
+             "curve_samples") if getattr(args, name) is not None}  # fmt: skip
     probe = replace(
         long, steps=args.steps, curve_every=args.steps, seeds=[PROBE_SEED], methods=list(METHODS), workers=1,
-        model=args.model, start=args.start, max_prompts=args.max_prompts,
+        model=args.model, start=args.start, max_prompts=args.max_prompts, **sizes,
     )  # fmt: skip
     out = args.out or Path(tempfile.mkdtemp(prefix="real-lm-probe-"))
     report = compare(probe, out, None)
+    if not all(by_seed[str(PROBE_SEED)]["step_times"] for by_seed in report["runs"].values()):
+        raise SystemExit("the probe's runs logged no step: give fewer prompts per step than there are prompts")
     budget = 60 * args.budget_minutes
     print(f"\nprobe on {machine(report)}: {args.steps} steps of each method on seed {PROBE_SEED}")
     for method, by_seed in report["runs"].items():
