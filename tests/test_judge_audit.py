@@ -25,13 +25,6 @@ def random_judge(prompt, completions):
     return [rng.randrange(4) for _ in completions]
 
 
-def exact_judge(prompt, completions):
-    """The task's own judge, with every completion that is not a pair its own strategy, so that the tiny model's
-    malformed completions still give labelings to compare."""
-    labels = pair_judge(prompt, completions)
-    return [label if label != 100 else 1000 + i for i, label in enumerate(labels)]
-
-
 def train(model_dir, out, judge, audit_judge, caplog, **overrides):
     settings = dict(max_completion_length=6, per_device_train_batch_size=16, max_steps=3, audit_every=1)
     settings |= overrides
@@ -54,7 +47,7 @@ def audits(trainer) -> list[dict]:
 
 
 def test_a_training_judge_labelling_at_random_is_caught_by_the_exact_audit_judge(model_dir, tmp_path, caplog):
-    trainer = train(model_dir, tmp_path / "random", random_judge, exact_judge, caplog)
+    trainer = train(model_dir, tmp_path / "random", random_judge, pair_judge, caplog)
     logged = audits(trainer)
     assert len(logged) == 3 and all(row["judge_audit/adjusted_rand"] < 0.25 for row in logged), logged
     assert all(row["judge_audit/seconds"] >= 0 for row in logged)
@@ -64,11 +57,11 @@ def test_a_training_judge_labelling_at_random_is_caught_by_the_exact_audit_judge
     assert len(records) == 3 * 2  # two audited groups a step, whatever judge_audit_fraction
     for record in records:
         assert len(record["audit"]["cluster_ids"]) == len(record["cluster_ids"]) == 8
-        assert record["audit"]["judge"] == "exact_judge" and record["judge"] == "random_judge"
+        assert record["audit"]["judge"] == "pair_judge" and record["judge"] == "random_judge"
 
 
 def test_the_same_judge_as_both_agrees_fully_and_says_nothing(model_dir, tmp_path, caplog):
-    trainer = train(model_dir, tmp_path / "same", exact_judge, exact_judge, caplog)
+    trainer = train(model_dir, tmp_path / "same", pair_judge, pair_judge, caplog)
     logged = audits(trainer)
     assert len(logged) == 3 and all(row["judge_audit/adjusted_rand"] == 1.0 for row in logged)
     assert all(row["judge_audit/distinct_train"] == row["judge_audit/distinct_audit"] for row in logged)
@@ -77,7 +70,7 @@ def test_the_same_judge_as_both_agrees_fully_and_says_nothing(model_dir, tmp_pat
 
 
 def test_without_an_audit_judge_nothing_changes(model_dir, tmp_path, caplog):
-    trainer = train(model_dir, tmp_path / "none", exact_judge, None, caplog)
+    trainer = train(model_dir, tmp_path / "none", pair_judge, None, caplog)
     assert not audits(trainer) and not any("judge_audit" in key for row in trainer.state.log_history for key in row)
     assert not [r for r in read_audit(tmp_path / "none") if "audit" in r]
 
@@ -85,11 +78,11 @@ def test_without_an_audit_judge_nothing_changes(model_dir, tmp_path, caplog):
 def test_audits_every_few_steps_and_a_resumed_run_goes_on_with_the_audit(model_dir, tmp_path, caplog):
     """audit_every 2: audits at steps 1 and 3 of 4; a run stopped at step 2's checkpoint and resumed audits step 3
     as the uninterrupted run does, its count of partings restored from the checkpoint."""
-    whole = train(model_dir, tmp_path / "whole", random_judge, exact_judge, caplog, max_steps=4, audit_every=2)
+    whole = train(model_dir, tmp_path / "whole", random_judge, pair_judge, caplog, max_steps=4, audit_every=2)
     assert [row["step"] for row in audits(whole)] == [1, 3]
     out = tmp_path / "resumed"
     first = train(
-        model_dir, out, random_judge, exact_judge, caplog, max_steps=2, audit_every=2, save_strategy="steps",
+        model_dir, out, random_judge, pair_judge, caplog, max_steps=2, audit_every=2, save_strategy="steps",
         save_steps=2,
     )  # fmt: skip
     assert first.judging.auditor.parted in (0, 1)
@@ -103,7 +96,7 @@ def test_audits_every_few_steps_and_a_resumed_run_goes_on_with_the_audit(model_d
         train_dataset=toy_dataset(),
         processing_class=AutoTokenizer.from_pretrained(model_dir),
         judge=random_judge,
-        audit_judge=exact_judge,
+        audit_judge=pair_judge,
     )  # fmt: skip
     resumed.train(resume_from_checkpoint=str(out / "checkpoint-2"))
     assert [row["step"] for row in audits(resumed)] == [1, 3]
@@ -117,7 +110,7 @@ def test_poly_epo_plot_draws_the_agreement_and_judge_agreement_reads_the_audit_l
     from poly_epo_trl.evaluation.curves import panels_of, plot_runs
 
     out = tmp_path / "run"
-    trainer = train(model_dir, out, random_judge, exact_judge, caplog)
+    trainer = train(model_dir, out, random_judge, pair_judge, caplog)
     trainer.save_state()
     panels = dict(panels_of([trainer.state.log_history]))
     assert panels["training judge vs audit judge: adjusted Rand"] == ["judge_audit/adjusted_rand"]
@@ -127,6 +120,6 @@ def test_poly_epo_plot_draws_the_agreement_and_judge_agreement_reads_the_audit_l
     report = agreement(
         ["--judged_groups", str(out), "--judges", "sum_pair", "--output_dir", str(tmp_path / "agreement")]
     )
-    assert "audit:exact_judge" in report["judges"]
-    pair = next(p for p in report["pairs"] if p["judges"] == ["recorded", "audit:exact_judge"])
+    assert "audit:pair_judge" in report["judges"]
+    pair = next(p for p in report["pairs"] if p["judges"] == ["recorded", "audit:pair_judge"])
     assert pair["groups"] == 3 * 2 and pair["ari"]["mean"] < 0.25
