@@ -112,9 +112,17 @@ class SetBatch:
         """Each group's fallback (None where a judge answered, or none judged)."""
         return [v.fallback if v is not None else None for v in self.verdicts]
 
-    def cluster_sizes(self) -> torch.Tensor:
-        """|cluster(y)| of each rollout in its group [G, N]."""
-        return (self.cluster_ids.unsqueeze(2) == self.cluster_ids.unsqueeze(1)).sum(2)
+    def cluster_sizes(self, among: torch.Tensor | None = None) -> torch.Tensor:
+        """|cluster(y)| of each rollout in its group [G, N], counting only the rollouts where ``among`` [G, N] holds
+        (all by default)."""
+        same = self.cluster_ids.unsqueeze(2) == self.cluster_ids.unsqueeze(1)
+        return (same if among is None else same & among.unsqueeze(1)).sum(2)
+
+    def outcomes(self, correct_only: bool) -> torch.Tensor:
+        """[G, N] bools: the scored rollouts whose answer the judge read (not degenerate), with ``correct_only`` only
+        those at or above ``correct_reward_threshold``: the rollouts an answer-count method reweights."""
+        kept = (self.cluster_ids != self.degenerate_cluster_id) & ~torch.isnan(self.rewards)
+        return kept & (self.rewards >= self.correct_reward_threshold) if correct_only else kept
 
 
 class MethodState(Protocol):

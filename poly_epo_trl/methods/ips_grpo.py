@@ -96,17 +96,8 @@ def ips_rewards(
     owns_scaling=True,
 )
 def ips_grpo(batch: SetBatch, settings: IPSSettings) -> torch.Tensor:
-    rewards = batch.floored_rewards()
-    scored = ~torch.isnan(batch.rewards)
-    outcome = (batch.cluster_ids != batch.degenerate_cluster_id) & scored
-    if settings.ips_scope == "correct":
-        outcome &= batch.rewards >= batch.correct_reward_threshold
-    scaled = ips_rewards(rewards, scored_cluster_sizes(batch), outcome, settings.ips_power)
+    sizes = batch.cluster_sizes(among=~torch.isnan(batch.rewards))
+    scaled = ips_rewards(
+        batch.floored_rewards(), sizes, batch.outcomes(settings.ips_scope == "correct"), settings.ips_power
+    )
     return std_normalised_advantages(scaled, STD_EPSILON)
-
-
-def scored_cluster_sizes(batch: SetBatch) -> torch.Tensor:
-    """|cluster(y)| of each rollout among its group's scored rollouts [G, N]."""
-    scored = ~torch.isnan(batch.rewards)
-    same = (batch.cluster_ids.unsqueeze(2) == batch.cluster_ids.unsqueeze(1)) & scored.unsqueeze(1)
-    return same.sum(2)

@@ -54,12 +54,11 @@ class OutcomeBatchSettings:
             raise ValueError(f"outcome_batch_scope={self.outcome_batch_scope!r}: use one of {OUTCOME_BATCH_SCOPES}.")
 
 
-def repetition_penalty(cluster_ids: torch.Tensor, counted: torch.Tensor) -> torch.Tensor:
-    """-(n(a_i) - 1) / (N - 1) for each ``counted`` rollout [G, N], n counted among the ``counted`` ones; 0
-    elsewhere."""
-    n = cluster_ids.shape[1]
-    same = (cluster_ids.unsqueeze(2) == cluster_ids.unsqueeze(1)) & counted.unsqueeze(1)
-    repeats = same.sum(2).to(torch.float64) - 1
+def repetition_penalty(counts: torch.Tensor, counted: torch.Tensor) -> torch.Tensor:
+    """-(n(a_i) - 1) / (N - 1) for each ``counted`` rollout [G, N], ``counts`` its n(a_i) among the ``counted``
+    ones; 0 elsewhere."""
+    n = counts.shape[1]
+    repeats = counts.to(torch.float64) - 1
     return torch.where(counted, -repeats / max(n - 1, 1), torch.zeros_like(repeats))
 
 
@@ -77,7 +76,5 @@ def repetition_penalty(cluster_ids: torch.Tensor, counted: torch.Tensor) -> torc
     paper=OUTCOME_PAPER,
 )
 def outcome_batch(batch: SetBatch, settings: OutcomeBatchSettings) -> torch.Tensor:
-    counted = (batch.cluster_ids != batch.degenerate_cluster_id) & ~torch.isnan(batch.rewards)
-    if settings.outcome_batch_scope == "correct":
-        counted &= batch.rewards >= batch.correct_reward_threshold
-    return repetition_penalty(batch.cluster_ids, counted)
+    counted = batch.outcomes(correct_only=settings.outcome_batch_scope == "correct")
+    return repetition_penalty(batch.cluster_sizes(among=counted), counted)

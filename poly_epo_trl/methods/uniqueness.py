@@ -27,7 +27,6 @@ import torch
 
 from ..advantages import STD_EPSILON, std_normalised_advantages
 from .base import SetBatch, advantage_method
-from .ips_grpo import scored_cluster_sizes
 
 UNIQUENESS_PAPER = {
     "title": "Rewarding the Rare: Uniqueness-Aware RL for Creative Problem Solving in LLMs",
@@ -73,10 +72,7 @@ class UniquenessSettings:
     owns_scaling=True,
 )
 def uniqueness(batch: SetBatch, settings: UniquenessSettings) -> torch.Tensor:
-    scored = ~torch.isnan(batch.rewards)
-    reweighted = (batch.cluster_ids != batch.degenerate_cluster_id) & scored
-    if not settings.uniqueness_reweight_wrong:
-        reweighted &= batch.rewards >= batch.correct_reward_threshold
-    sizes = scored_cluster_sizes(batch).to(torch.float64).clamp(min=1)
+    reweighted = batch.outcomes(correct_only=not settings.uniqueness_reweight_wrong)
+    sizes = batch.cluster_sizes(among=~torch.isnan(batch.rewards)).to(torch.float64).clamp(min=1)
     weights = torch.where(reweighted, sizes**-settings.uniqueness_alpha, torch.ones_like(sizes))
     return std_normalised_advantages(batch.rewards, STD_EPSILON) * weights
