@@ -645,7 +645,7 @@ def label_methods(names: list[str]) -> None:
     from poly_epo_trl.methods.base import METHODS as REGISTERED
 
     for m in names:
-        LABELS.setdefault(m, REGISTERED.get(m).label or m)
+        LABELS.setdefault(m, REGISTERED.get(m).title)
 
 
 def parse_args(argv: list[str] | None) -> tuple[Settings, argparse.Namespace]:

@@ -39,7 +39,7 @@ from poly_epo_trl.commands.launch import launch, launches
 from poly_epo_trl.data import save_training_problems
 from poly_epo_trl.evaluation.curves import FIGURE, plot_runs
 from poly_epo_trl.methods import Method, get_method, shown_settings
-from poly_epo_trl.methods.settings import AT_ONE, default_of
+from poly_epo_trl.methods.settings import default_of, meanings_at_one
 from poly_epo_trl.models import resolve_model
 from poly_epo_trl.recipe import RecipeError, one_pass, parse_recipe, recipe_nulls, recipe_value
 from poly_epo_trl.tasks import task_defaults
@@ -154,11 +154,11 @@ def say_nulls(method: Method, parts: TrainingParts, nulls: set[str]) -> None:
 def chosen_line(method: Method, parts: TrainingParts) -> str:
     """The method's sizes that fit the group, as the run will use them and where each came from, and what a size of 1
     means for the method (the dry run's line)."""
-    specs = {spec.name: spec for spec in method.setting_fields()}
+    meanings = meanings_at_one(method, parts.method_settings)
     shown = []
     for name in shown_settings(method):
         value, source = getattr(parts.method_settings, name), parts.method_sources.get(name, "default")
-        meaning = f"; {specs[name].metadata[AT_ONE]}" if value == 1 and AT_ONE in specs[name].metadata else ""
+        meaning = f"; {meanings[name]}" if name in meanings else ""
         shown.append(f"{name} {value!r} ({'the default' if source == 'default' else source}{meaning})")
     return f" ({', '.join(shown)})" if shown else ""
 

@@ -177,6 +177,11 @@ class Method:
         if missing:
             raise TypeError(f"Method {self.name!r}: settings {missing} need defaults (a recipe may leave them out).")
 
+    @property
+    def title(self) -> str:
+        """The method's name on model cards and in the log: its label, else its registered name."""
+        return self.label or self.name
+
     def setting_fields(self) -> tuple[Any, ...]:
         """The fields of the method's own settings (none where it declares none)."""
         return fields(self.settings) if self.settings is not None else ()

@@ -105,3 +105,13 @@ def shown_settings(method: Method, run_settings: tuple[type, ...] = ()) -> tuple
     else:
         specs = list(method.setting_fields())
     return tuple(spec.name for spec in specs if spec.metadata.get(FITS_GROUP))
+
+
+def meanings_at_one(method: Method, settings: Any) -> dict[str, str]:
+    """What each of ``method``'s settings that ``settings`` sets to 1 means for the method (its field's ``AT_ONE``),
+    by name: said in the start-up line and the dry run."""
+    return {
+        spec.name: spec.metadata[AT_ONE]
+        for spec in method.setting_fields()
+        if spec.metadata.get(AT_ONE) and getattr(settings, spec.name) == 1
+    }

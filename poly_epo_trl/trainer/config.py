@@ -346,7 +346,7 @@ def start_line(trainer: str, method: Any, chosen: dict[str, tuple[Any, str]], no
             parts.append(f"{name} {value!r} ({source}; {name}=... sets it)")
         else:
             parts.append(f"{name} {value!r} (given: {source})")
-    line = f"{trainer} ({method.label or method.name}) trains with " + ", ".join(parts) + "."
+    line = f"{trainer} ({method.title}) trains with " + ", ".join(parts) + "."
     return " ".join([line, *(f"{note[0].upper()}{note[1:]}." for note in notes)])
 
 

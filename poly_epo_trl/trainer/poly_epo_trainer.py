@@ -38,7 +38,7 @@ from ..judges import JudgePipeline
 from ..judges.prompts import describe_tools
 from ..methods import Method, MethodResult, Resolved, apply_method, get_method, resolve_settings, shown_settings
 from ..methods.floor import RewardFloor
-from ..methods.settings import AT_ONE
+from ..methods.settings import meanings_at_one
 from ..models import check_model_settings
 from ..rewards.checks import checked_reward
 from . import logprobs
@@ -128,7 +128,7 @@ class PolyEPOTrainer(GRPOTrainer):
             self.check_inputs(arguments)
         pipeline = self.judge_pipeline(judge, arguments, check_judge) if self.method.needs_judge else None
         audit_pipeline = self.audit_pipeline(audit_judge)
-        self._name = self.method.label or self.method.name
+        self._name = self.method.title
         self._tag_names = ["trl", "grpo", *self.method.tags]
         self._paper = dict(self.method.paper) if self.method.paper else GRPOTrainer._paper
         self.step: Step | None = None  # the generation batch in progress (then the last one)
@@ -288,7 +288,7 @@ class PolyEPOTrainer(GRPOTrainer):
 
     def output_suffix(self) -> str:
         """The default output folder's suffix (``<model>-<suffix>``, as GRPOTrainer's ``<model>-GRPO``)."""
-        label = self.method.label or self.method.name
+        label = self.method.title
         return "-".join("".join(c if c.isalnum() else " " for c in label).split())
 
     def rollout_tokenizer(self) -> Any:
@@ -446,7 +446,7 @@ class PolyEPOTrainer(GRPOTrainer):
                 "as rewards/floor). Declare your rewards' lowest value (reward_floor: ...) to fix it from the first "
                 "step."
             )
-            args = (lowest, self.method.label or self.method.name, self.reward_floor.value)
+            args = (lowest, self.method.title, self.reward_floor.value)
             if "reward_floor" in self.warnings.said:
                 logger.info(message, *args)
             else:
@@ -507,18 +507,18 @@ class PolyEPOTrainer(GRPOTrainer):
         scaling = {True: "group", False: "none"}.get(scale_rewards, scale_rewards)
         if self.method.owns_scaling and scaling != "none":
             notes.append(
-                f"{self.method.label or self.method.name} normalises its own advantages, so the run's "
+                f"{self.method.title} normalises its own advantages, so the run's "
                 f"scale_rewards={scaling!r} is not applied on top of them (it would undo the method's weights)"
             )
         if self.method.reads_floor:
             notes.append(
-                f"{self.method.label or self.method.name} multiplies rewards: it reads them from the reward floor "
+                f"{self.method.title} multiplies rewards: it reads them from the reward floor "
                 f"{self.reward_floor.declared:g} (r - floor; a lower reward lowers the floor to it, said in the log; "
                 "reward_floor=... declares it)"
             )
-        for spec in self.method.setting_fields():
-            if spec.metadata.get(AT_ONE) and getattr(self.method_settings, spec.name) == 1:
-                notes.append(f"{spec.name} 1: {spec.metadata[AT_ONE]}")
+        notes += [
+            f"{name} 1: {meaning}" for name, meaning in meanings_at_one(self.method, self.method_settings).items()
+        ]
         return notes
 
     def deliver(self, result: MethodResult, batch: SetBatch, rewards: torch.Tensor) -> torch.Tensor:
