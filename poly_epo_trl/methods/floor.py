@@ -48,13 +48,6 @@ class RewardFloor:
         """Whether a reward below the declared floor has been seen."""
         return self.value < self.declared
 
-    def describe(self) -> str:
-        """The floor as the start-up line says it."""
-        return (
-            f"reward floor {self.declared:g} (methods that multiply rewards read r - floor; a lower reward lowers the "
-            "floor to it, said in the log)"
-        )
-
     def state_dict(self) -> dict[str, Any]:
         return {"declared": self.declared, "value": self.value}
 

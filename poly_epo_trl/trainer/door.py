@@ -150,12 +150,12 @@ def check_optimizer(args: Any) -> None:
     """An optimizer transformers cannot build here (a package it needs is missing: ``optimizer_problem``), and an
     AdamW optimizer's settings, given to torch's AdamW on one parameter (its own checks, at once)."""
     optim = getattr(args.optim, "value", args.optim)
-    problem = optimizer_problem(args) if optim not in ADAMW else None
-    if problem:
-        raise ValueError(
-            f"optim={optim!r}: {problem.rstrip('.')}. Install it, or use optim: adamw_torch (TRL's default)."
-        )
     if optim not in ADAMW:
+        problem = optimizer_problem(args)
+        if problem:
+            raise ValueError(
+                f"optim={optim!r}: {problem.rstrip('.')}. Install it, or use optim: adamw_torch (TRL's default)."
+            )
         return
     import torch
 
@@ -186,7 +186,7 @@ def optimizer_problem(args: Any) -> str | None:
     except ImportError as error:
         return str(error)
     except (ValueError, TypeError, KeyError, AttributeError):  # needs the model (GaLore's modules): the step's to say
-        return None
+        pass
     return None
 
 

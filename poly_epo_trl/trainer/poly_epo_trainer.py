@@ -381,13 +381,14 @@ class PolyEPOTrainer(GRPOTrainer):
         output = super()._generate(prompts)
         self.step = Step(*self.mode_and_group_size())
         self.log_metric(self.step.mode, "time/generation", time.perf_counter() - began)
+        generated = Generated.of(output)
         if self.method.reads_logprobs:
-            self.step.generated = Generated.of(output)
-            self.step.awaiting_old_logps = self.step.generated.sampling_logps is None and old_logps_computed(
+            self.step.generated = generated
+            self.step.awaiting_old_logps = generated.sampling_logps is None and old_logps_computed(
                 self.args.gradient_accumulation_steps, self.args.steps_per_generation, self.num_iterations
             )
         if self.judging is not None:
-            self.judging.submit(self.step, prompts, output[3], Generated.of(output), self.state.global_step)
+            self.judging.submit(self.step, prompts, output[3], generated, self.state.global_step)
         return output
 
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
@@ -418,7 +419,6 @@ class PolyEPOTrainer(GRPOTrainer):
             texts = steps.gather_texts(prompts, completions)
             degenerate = self.settings.degenerate_cluster_id
             batch = steps.set_batch(self.step, host[:, :columns], weights, *texts, degenerate_cluster_id=degenerate)
-        batch.degenerate_cluster_id = self.settings.degenerate_cluster_id  # the run's, which every method may read
         batch.correct_reward_threshold = self.settings.correct_reward_threshold
         if self.method.reads_floor:
             self.read_floor(batch)
