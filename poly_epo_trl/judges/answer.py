@@ -80,6 +80,14 @@ def expression_key(expression: str) -> str | None:
         return None
 
 
+def looks_like_expression(text: str) -> bool:
+    """Whether ``text`` is written as a bare arithmetic expression: numbers and operators only (no ``=``), an operator
+    between two numbers, and not a lone number or fraction (``-3``, ``1/2``)."""
+    return bool(
+        _EXPRESSION.fullmatch(text) and _OPERATOR.search(text) and not _RATIONAL.fullmatch(text.replace(" ", ""))
+    )
+
+
 def _canonical(node: ast.AST) -> str:
     if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
         return str(Fraction(str(node.value)))
@@ -124,10 +132,8 @@ def read_answer(text: str, mode: str = "auto") -> Answer | None:
         if boxed is not None or mode == "boxed":
             return Answer("boxed", normalize_answer(boxed)) if boxed and boxed.strip() else None
     plain = _plain(region).strip().rstrip(".")
-    if mode == "auto":
-        bare = "=" not in plain and _EXPRESSION.fullmatch(plain) and _OPERATOR.search(plain)
-        if bare and not _RATIONAL.fullmatch(plain.replace(" ", "")) and expression_key(plain) is not None:
-            return Answer("expression", " ".join(plain.split()))
+    if mode == "auto" and looks_like_expression(plain) and expression_key(plain) is not None:
+        return Answer("expression", " ".join(plain.split()))
     numbers = _NUMBER.findall(plain)
     if numbers:
         return Answer("number", numbers[-1].replace(",", ""))
@@ -155,10 +161,7 @@ def mode_key(answer: str) -> str:
     expression's ordering-free key, a number's lowest terms, any other answer itself. Two answers with one key are one
     mode of a problem's correct answers (``evaluation.report``'s PCMD)."""
     text = str(answer)
-    expression = (
-        _EXPRESSION.fullmatch(text) and _OPERATOR.search(text) and not _RATIONAL.fullmatch(text.replace(" ", ""))
-    )
-    key = expression_key(text) if expression else None
+    key = expression_key(text) if looks_like_expression(text) else None
     return "expression " + key if key is not None else answer_key(text)
 
 
