@@ -44,6 +44,14 @@ def binary_groups(seed: int, groups: int = 20, size: int = 8) -> torch.Tensor:
     return (torch.rand(groups, size, generator=generator, dtype=torch.float64) < 0.4).to(torch.float64)
 
 
+def sampled_logprobs(shape: torch.Size, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Random summed log-probabilities in (-40, 0] and lengths in [3, 30) for rollouts of ``shape``."""
+    generator = torch.Generator().manual_seed(seed)
+    logprobs = -torch.rand(shape, generator=generator, dtype=torch.float64) * 40
+    lengths = torch.randint(3, 30, shape, generator=generator).to(torch.float64)
+    return logprobs, lengths
+
+
 def test_every_method_is_registered_with_its_paper_and_defaults():
     for name in LITERATURE:
         method = METHODS.get(name)
@@ -184,10 +192,8 @@ def released_iq(scores, seq_logp, lengths, tau):
 
 
 def test_ucpo_equals_the_released_iq_estimator_on_random_groups():
-    generator = torch.Generator().manual_seed(4)
     rewards = binary_groups(4, groups=25)
-    logprobs = -torch.rand(rewards.shape, generator=generator, dtype=torch.float64) * 40
-    lengths = torch.randint(3, 30, rewards.shape, generator=generator).to(torch.float64)
+    logprobs, lengths = sampled_logprobs(rewards.shape, seed=4)
     got = run("ucpo", batch_of(rewards, logprobs=logprobs, lengths=lengths), scale_rewards="group")
     for g in range(rewards.shape[0]):
         torch.testing.assert_close(got[g], released_iq(rewards[g], logprobs[g], lengths[g], 0.2))
@@ -236,10 +242,8 @@ def test_unlikeliness_pins_a_worked_group_and_equals_the_official_code_on_random
     modified = torch.tensor([1 - 0.25 * 3 / 4, 0, 0, 1], dtype=torch.float64)
     expected = (modified - modified.mean()) / (modified.std() + 1e-6)
     torch.testing.assert_close(unlikeliness_advantages(rewards, logprobs, lengths, 0.25)[0], expected)
-    generator = torch.Generator().manual_seed(5)
     rewards = binary_groups(5, groups=25)
-    logprobs = -torch.rand(rewards.shape, generator=generator, dtype=torch.float64) * 40
-    lengths = torch.randint(3, 30, rewards.shape, generator=generator).to(torch.float64)
+    logprobs, lengths = sampled_logprobs(rewards.shape, seed=5)
     got = run("unlikeliness", batch_of(rewards, logprobs=logprobs, lengths=lengths), scale_rewards="group")
     for g in range(rewards.shape[0]):
         if rewards[g].std() > 0:
