@@ -1,5 +1,6 @@
 """The shipped accelerate configs, run for real on CPU: ``accelerate launch`` with 2 processes on gloo, the tiny CPU
-recipe, ZeRO-2, ZeRO-3 and FSDP2 against DDP, full model and LoRA, Poly-EPO and GRPO+DIV (``make test-engines``).
+recipe, ZeRO-2, ZeRO-3 and FSDP2 against DDP, full model and LoRA, Poly-EPO, GRPO+DIV with an audit judge and UCPO
+(``make test-engines``).
 
 Each run must use the engine its config asks for (the line the run prints, and the checkpoint layout that engine
 writes), log the metrics and end with the final weights of a DDP run of the same recipe, leave a model that
@@ -50,7 +51,8 @@ ENGINES = {  # name: (accelerate config, what the run must say it uses)
 VARIANTS = {
     "poly_epo": [],
     "lora": ["--use_peft", "true", "--lora_r", "8", "--lora_alpha", "16"],
-    "grpo_div": ["--trainer", "grpo_div"],
+    "grpo_div": ["--trainer", "grpo_div", "--audit_judge", "answer", "--audit_every", "2"],
+    "ucpo": ["--trainer", "ucpo"],  # the log-prob door: each process's sums and lengths gathered into the batch
 }
 STEPS, SAVE_EVERY = 6, 3
 # 6 steps of 2 x 16 rows (4 groups of 8), a checkpoint every 3 steps
@@ -69,7 +71,16 @@ ENV = {
     "PYTHONFAULTHANDLER": "1",  # a process that dies of a signal prints every thread's Python stack into the log
     "PYTHONPATH": f"{ROOT / 'tests' / 'helpers'}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
 }
-TIMING = ("step_time", "time/", "judge/seconds", "judge/wait_seconds", "train_runtime", "_per_second", "latency")
+TIMING = (
+    "step_time",
+    "time/",
+    "judge/seconds",
+    "judge_audit/seconds",
+    "judge/wait_seconds",
+    "train_runtime",
+    "_per_second",
+    "latency",
+)
 # Measured equal to DDP at every step and in the final weights: ZeRO-2 always, FSDP2 on the full model.
 EXACT = {("zero2", "poly_epo"), ("zero2", "lora"), ("fsdp2", "poly_epo")}
 # ZeRO-3 (and FSDP2 with LoRA) reduce gradients in partitions, in another order than DDP's all-reduce: float32 sums
@@ -216,10 +227,11 @@ def runs(tmp_path_factory) -> dict:
     return get
 
 
-# Every engine with the full model and LoRA; GRPO+DIV (the same trainer, another advantage: nothing an engine sees
-# differs) under ZeRO-3, the engine furthest from DDP
+# Every engine with the full model and LoRA; under ZeRO-3, the engine furthest from DDP, GRPO+DIV (the same trainer,
+# another advantage: nothing an engine sees differs) with an audit judge (its verdicts gathered from both processes),
+# and UCPO (the log-prob door's forward pass over sharded parameters, its sums gathered from both processes)
 SHARDED = [("zero2", "poly_epo"), ("zero2", "lora"), ("zero3", "poly_epo"), ("zero3", "lora"), ("zero3", "grpo_div"),
-           ("fsdp2", "poly_epo"), ("fsdp2", "lora")]  # fmt: skip
+           ("zero3", "ucpo"), ("fsdp2", "poly_epo"), ("fsdp2", "lora")]  # fmt: skip
 
 
 @pytest.mark.parametrize(("engine", "variant"), SHARDED)
@@ -234,6 +246,12 @@ def test_a_sharded_engine_trains_as_ddp_does(runs, engine, variant):
     assert len(logged(out)) == STEPS
     if variant == "poly_epo":
         assert all(step["poly_epo/advantage_abs_mean"] > 0 for step in logged(out))  # set advantages reached the loss
+    if variant == "grpo_div":  # audited at steps 1, 3 and 5, over groups of both processes
+        audits = [step for step in logged(out) if "judge_audit/adjusted_rand" in step]
+        assert [step["step"] for step in audits] == [1, 3, 5]
+        assert all(step["judge_audit/distinct_audit"] > 0 for step in audits)
+    if variant == "ucpo":  # a batch without log-probabilities stops UCPO: each step's reached its advantages
+        assert all(step["ucpo/advantage_abs_mean"] > 0 for step in logged(out))
     assert_same_metrics(logged(reference)[:SAVE_EVERY], logged(out)[:SAVE_EVERY], ROUND_OFF_METRICS_RTOL)
     checkpoint = f"checkpoint-{SAVE_EVERY}"
     at_checkpoint = final_weights(out / checkpoint, lora)
