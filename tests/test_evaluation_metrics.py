@@ -1,3 +1,5 @@
+import itertools
+import math
 from itertools import combinations
 
 import pytest
@@ -128,20 +130,58 @@ def test_records_give_seeds_x_problems_tables_their_summaries_and_paired_differe
     assert between["pass@1"]["mean"] == pytest.approx(0.0) and set(between) == {"pass@1", "distinct correct"}
 
 
-def test_pcmd_is_the_gini_simpson_index_of_the_correct_answers_modes():
-    """By hand: 6 correct samples in three modes, 1/2 (twice) with 0.5 (once), 3 (twice) and 3+7 (once): shares 3/6,
-    2/6 and 1/6, PCMD 1 - (9 + 4 + 1) / 36 = 22/36, N_eff = 36/14. No correct sample: PCMD 0 and no mode."""
+MODEBENCH_COUNTS = ([4, 2, 1, 1], [8], [1, 1], [3, 3], [2, 1, 1, 1], [5, 3], [2, 2, 2])
+
+
+@pytest.mark.parametrize("counts", MODEBENCH_COUNTS)
+def test_pcmd_is_modebench_mode_diversity(counts):
+    """ModeBench's own cases (``tests/test_mode_diversity.py``: D_mode = 1 - sum_m C(n_m, 2) / C(K, 2), and the
+    fraction of pairs of correct samples in different modes), through the answer judge's keys."""
+    from poly_epo_trl.evaluation.report import pcmd
+
+    answers = {str(m): n for m, n in enumerate(counts)}
+    total = sum(counts)
+    expected = 1 - sum(math.comb(n, 2) for n in counts) / math.comb(total, 2)
+    labels = [m for m, n in enumerate(counts) for _ in range(n)]
+    pairs = list(itertools.combinations(labels, 2))
+    assert pcmd(answers) == pytest.approx(expected, rel=1e-12)
+    assert pcmd(answers) == pytest.approx(sum(a != b for a, b in pairs) / len(pairs), rel=1e-12)
+
+
+def test_pcmd_pins_modebench_numbers_and_its_undefined_problems():
+    """Counts {2, 1} give 2/3 (the plug-in 1 - sum q^2 gave 4/9); 1/2 with 0.5 and 3+7 with 7+3 are one mode each;
+    fewer than two correct samples: undefined (None), left out of the mean, as ModeBench's ``cell_summary`` leaves
+    them; N_eff = 1 / (1 - D) of the mean, None at 1 (ModeBench's ``effective_modes``: 0 -> 1, 0.5 -> 2)."""
     from poly_epo_trl.evaluation.report import effective_modes, pcmd, problem_metrics, summarize
 
-    counts = {"1/2": 2, "0.5": 1, "3": 2, "3+7": 1}
-    assert pcmd(counts) == pytest.approx(22 / 36)
-    assert effective_modes(counts) == pytest.approx(36 / 14)
-    assert pcmd({"5": 4}) == 0 and effective_modes({"5": 4}) == 1
-    assert pcmd({"3+7": 1, "7+3": 1}) == 0  # one mode, in either order
-    assert pcmd({}) == 0 and effective_modes({}) == 0
+    assert pcmd({"a": 2, "b": 1}) == pytest.approx(2 / 3)
+    assert pcmd({"1/2": 1, "0.5": 1}) == 0 and pcmd({"3+7": 1, "7+3": 1}) == 0
+    assert pcmd({"6": 6}) == 0 and pcmd({"a": 1, "b": 1, "c": 1, "d": 1}) == 1
+    assert pcmd({}) is None and pcmd({"a": 1}) is None
+    assert effective_modes(0.0) == 1 and effective_modes(0.5) == 2
+    assert effective_modes(1.0) is None and effective_modes(None) is None
+    # 6 correct samples: 1/2 twice with 0.5 once, 3 twice, 3+7 once: modes {3, 2, 1}, D = 1 - (6 + 2) / 30 = 11/15
     rewards = [1, 1, 1, 0, 1, 1, 1, 0]
     answers = ["1/2", "0.5", "3", "9", "3", "1/2", "3+7", None]
-    metrics = problem_metrics(rewards, answers, None)
-    assert metrics["pcmd"] == pytest.approx(22 / 36) and metrics["effective_modes"] == pytest.approx(36 / 14)
-    summary = summarize([metrics, problem_metrics([0] * 8, ["1"] * 8, None)], num_resamples=10)
-    assert summary["pcmd"]["mean"] == pytest.approx(11 / 36)
+    defined = problem_metrics(rewards, answers, None)
+    assert defined["pcmd"] == pytest.approx(11 / 15)
+    one_correct = problem_metrics([1] + [0] * 7, ["1"] * 8, None)
+    none_correct = problem_metrics([0] * 8, ["1"] * 8, None)
+    assert one_correct["pcmd"] is None and none_correct["pcmd"] is None
+    summary = summarize([defined, one_correct, none_correct], num_resamples=10)
+    assert summary["pcmd"]["mean"] == pytest.approx(11 / 15)  # not averaged with zeros
+    assert summary["pcmd_problems"] == 1
+    assert summary["effective_modes"]["mean"] == pytest.approx(15 / 4)
+
+
+def test_pcmd_is_recomputed_from_a_stored_record():
+    """A record written under the earlier plug-in definition reads as ModeBench's PCMD from its answer counts."""
+    from poly_epo_trl.evaluation.report import records_difference, records_table, with_modes
+
+    old = {"num_samples": 3, "num_correct": 3, "pcmd": 4 / 9, "correct_answer_counts": {"a": 2, "b": 1}}
+    assert with_modes(old)["pcmd"] == pytest.approx(2 / 3)
+    lone = {"num_samples": 3, "num_correct": 1, "pcmd": 0.0, "correct_answer_counts": {"a": 1}}
+    table = records_table([[old, lone]], "pcmd")
+    assert table[0, 0] == pytest.approx(2 / 3) and math.isnan(table[0, 1])
+    diff = records_difference([[old, lone]], [[lone | {"correct_answer_counts": {"a": 3}}, old]], [1])
+    assert diff["pcmd"]["mean"] == pytest.approx(2 / 3)  # paired on the one problem both define

@@ -129,17 +129,18 @@ class PassAtKCallback(TrainerCallback):
         metrics["eval_vote_share"] = summary["vote_share"]["mean"]
         if summary["distinct_correct_clusters"] is not None:
             metrics["eval_distinct_correct_clusters"] = summary["distinct_correct_clusters"]["mean"]
-        metrics["eval_pcmd"] = summary["pcmd"]["mean"]
-        metrics["eval_effective_modes"] = summary["effective_modes"]["mean"]
+        if summary["pcmd"] is not None:  # defined on the problems with two or more correct samples
+            metrics["eval_pcmd"] = summary["pcmd"]["mean"]
+            metrics["eval_effective_modes"] = summary["effective_modes"]["mean"]
+        metrics["eval_pcmd_problems"] = summary["pcmd_problems"]
         logger.info(
-            "step %d: held-out pass@1 %.3f, pass@%d %.3f, distinct correct clusters %s, PCMD %.3f (%d problems, "
-            "%.1fs)",
+            "step %d: held-out pass@1 %.3f, pass@%d %.3f, distinct correct clusters %s, PCMD %s (%d problems, %.1fs)",
             self.trainer.state.global_step,
             metrics["eval_pass@1"],
             summary["num_samples"],
             summary["pass_at_k"]["mean"][-1],
             f"{metrics['eval_distinct_correct_clusters']:.2f}" if "eval_distinct_correct_clusters" in metrics else "-",
-            metrics["eval_pcmd"],
+            f"{metrics['eval_pcmd']:.3f} on {summary['pcmd_problems']}" if "eval_pcmd" in metrics else "-",
             len(self.rows),
             time.perf_counter() - start,
         )

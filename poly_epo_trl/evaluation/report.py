@@ -20,9 +20,9 @@ SCALARS = (
     "distinct_correct_clusters",
     "num_correct",
     "pcmd",
-    "effective_modes",
     "mean_reward",
 )
+DEFINED_WHERE = {"pcmd": "problems with two or more correct samples"}  # scalars undefined elsewhere
 
 
 def correct_modes(correct_answer_counts: dict[str, int]) -> dict[str, int]:
@@ -35,19 +35,34 @@ def correct_modes(correct_answer_counts: dict[str, int]) -> dict[str, int]:
     return modes
 
 
-def pcmd(correct_answer_counts: dict[str, int]) -> float:
-    """PCMD, the Gini-Simpson index of a problem's correct answers' modes: 1 - sum_c q_c^2, q_c the share of the
-    correct samples in mode c (``correct_modes``). 0 when every correct sample gives one answer, and 0 for a problem
-    with no correct sample (no mode to spread over); near 1 when they spread over many."""
-    modes = correct_modes(correct_answer_counts)
-    total = sum(modes.values())
-    return 1.0 - sum((c / total) ** 2 for c in modes.values()) if total else 0.0
+def pcmd(correct_answer_counts: dict[str, int]) -> float | None:
+    """PCMD as ModeBench defines it (``modebench.metrics.mode_diversity``): over a problem's K correct samples, grouped
+    into modes (``correct_modes``) of n_1, ..., n_M samples, 1 - sum_m n_m (n_m - 1) / (K (K - 1)), the chance that two
+    correct samples drawn without replacement are of different modes; the unbiased estimate of the Gini-Simpson
+    index 1 - sum_m q_m^2 of the success-conditional mode distribution. None (undefined, left out of every mean) for
+    a problem with fewer than two correct samples. Counts {2, 1} give 2/3."""
+    counts = list(correct_modes(correct_answer_counts).values())
+    total = sum(counts)
+    if total < 2:
+        return None
+    return 1.0 - sum(n * (n - 1) for n in counts) / (total * (total - 1))
 
 
-def effective_modes(correct_answer_counts: dict[str, int]) -> float:
-    """N_eff = 1 / (1 - PCMD), the number of equally likely modes with that PCMD (k modes of equal share give k); 0
-    for a problem with no correct sample."""
-    return 1.0 / (1.0 - pcmd(correct_answer_counts)) if correct_answer_counts else 0.0
+def effective_modes(d_mode: float | None) -> float | None:
+    """N_eff = 1 / (1 - PCMD), the effective number of correct modes (ModeBench's ``effective_modes``), of an
+    already aggregated PCMD: per problem it is infinite wherever two correct samples differ, so it is derived from a
+    mean, never averaged. None for None and for PCMD 1."""
+    if d_mode is None or d_mode >= 1.0:
+        return None
+    return 1.0 / (1.0 - d_mode)
+
+
+def effective_modes_stat(stat: dict[str, Any] | None) -> dict[str, Any] | None:
+    """N_eff of a PCMD stat (mean with its interval): 1 / (1 - x) is increasing, so its interval is the transformed
+    PCMD interval, covering at the same rate; an end at PCMD 1 is infinite."""
+    if stat is None:
+        return None
+    return {name: effective_modes(stat[name]) or float("inf") for name in ("mean", "low", "high")}
 
 
 def mean_reward(rewards: Sequence[float | None]) -> float | None:
@@ -68,7 +83,7 @@ def problem_metrics(
     """One problem's n samples: pass@k and maj@k for k = 1, 2, 4, ..., n, the winning answer's vote share, the
     distinct non-degenerate clusters among all and among correct samples (None without clusters; when the judge saw
     only the first m samples, among those m), how often each correct answer was given, the judge-free diversity of
-    those answers (``pcmd`` and ``effective_modes``), and the mean reward of the scored samples."""
+    those answers (``pcmd``, None below two correct samples), and the mean reward of the scored samples."""
     n = len(rewards)
     correct = [r is not None and r >= correct_reward_threshold for r in rewards]  # NaN compares False
     ks = powers_of_two_up_to(n)
@@ -86,7 +101,6 @@ def problem_metrics(
         "distinct_clusters": None,
         "distinct_correct_clusters": None,
         "pcmd": pcmd(counts),
-        "effective_modes": effective_modes(counts),
         "mean_reward": mean_reward(rewards),
     }
     if clusters is not None:
@@ -114,7 +128,9 @@ def summarize(
     problems: Sequence[dict[str, Any]], num_resamples: int = 1000, confidence: float = 0.95, seed: int = 0
 ) -> dict[str, Any]:
     """Means with bootstrap intervals over problems; curves are indexed by ``ks``; the vote-share calibration bins
-    problems by the winning answer's share and gives maj@n accuracy per bin."""
+    problems by the winning answer's share and gives maj@n accuracy per bin. A scalar undefined on some problems
+    (PCMD, below two correct samples) is the mean over those it is defined on, as ModeBench's ``cell_summary``
+    takes it; ``pcmd_problems`` says how many, and ``effective_modes`` is N_eff of the mean PCMD."""
     if not problems:
         raise ValueError("No scored problems to summarize.")
     problems = [with_modes(p) for p in problems]
@@ -133,6 +149,8 @@ def summarize(
         summary[key]["high"] = np.atleast_1d(high).tolist()
         if key in SCALARS:
             summary[key] = {name: values[0] for name, values in summary[key].items()}
+    summary["pcmd_problems"] = sum(p["pcmd"] is not None for p in problems)
+    summary["effective_modes"] = effective_modes_stat(summary["pcmd"])
     summary["vote_share_calibration"] = vote_share_calibration(problems)
     summary["problems"] = [problem_record(p) for p in problems]
     return summary
@@ -142,14 +160,12 @@ RECORD_KEYS = ("num_samples", *CURVES, *SCALARS, "correct_answer_counts")
 
 
 def with_modes(problem: dict[str, Any]) -> dict[str, Any]:
-    """A problem's metrics with ``pcmd`` and ``effective_modes`` (computed from its correct answers' counts where a
-    record written before they were kept lacks them)."""
-    if "pcmd" in problem:
-        return problem
+    """A problem's metrics with ``pcmd`` computed again from its correct answers' counts (``pcmd``), so that a record
+    written under an earlier definition reads as today's; a record that kept no counts has none (None), and one
+    written before the mean reward was kept has None for it."""
     counts = problem.get("correct_answer_counts")
-    if counts is None:  # a record that kept no answers: no modes to count
-        return {**problem, "pcmd": None, "effective_modes": None, "mean_reward": None}
-    return {**problem, "pcmd": pcmd(counts), "effective_modes": effective_modes(counts), "mean_reward": None}
+    found = None if counts is None else pcmd(counts)
+    return {**problem, "pcmd": found, "mean_reward": problem.get("mean_reward")}
 
 
 def problem_record(metrics: dict[str, Any]) -> dict[str, Any]:
@@ -186,7 +202,8 @@ def across_seeds(summaries: Sequence[dict[str, Any]], confidence: float = 0.95) 
     curve and scalar is the mean over seeds and problems. With every run's per-problem records, its interval is
     ``intervals.crossed_interval`` of the seeds x problems table (seed and problem spread both in it; it covers at
     its stated rate, ``tests/test_intervals.py``); without them only the seeds' min-max range is known, and that is
-    what ``low`` and ``high`` are. ``interval`` says which, in words."""
+    what ``low`` and ``high`` are. ``interval`` says which, in words. A scalar undefined on some problems (PCMD) is
+    the mean over the problems every run defines (``pcmd_problems`` of them); N_eff is derived from that mean."""
     if not summaries:
         raise ValueError("No runs to combine.")
     if len({tuple(s["ks"]) for s in summaries}) != 1:
@@ -196,14 +213,20 @@ def across_seeds(summaries: Sequence[dict[str, Any]], confidence: float = 0.95) 
     paired = all(s.get("problems") for s in summaries) and len({len(s["problems"]) for s in summaries}) == 1
     out["interval"] = interval_label(len(summaries), out["num_problems"], paired, confidence)
     for key in (*CURVES, *SCALARS):
-        if any(s.get(key) is None for s in summaries):
+        if not paired and any(s.get(key) is None for s in summaries):
             out[key] = None
             continue
         if paired:
             problems = [[with_modes(p) for p in s["problems"]] for s in summaries]
             rows = [[np.atleast_1d(np.nan if p[key] is None else p[key]) for p in run] for run in problems]
             table = np.array(rows, dtype=float)
-            table = table[:, ~np.isnan(table).any(axis=(0, 2))]  # problems a run has no value for (a judge's miss)
+            defined = ~np.isnan(table).any(axis=(0, 2))  # problems a run has no value for (a judge's miss, PCMD's
+            table = table[:, defined]  # fewer than two correct samples): the mean is over those every run defines
+            if key == "pcmd":
+                out["pcmd_problems"] = int(defined.sum())
+            if table.shape[1] == 0:
+                out[key] = None
+                continue
             top = 1.0 if key in RATES else float("inf")
             found = [crossed_interval(table[:, :, i], confidence).within(0.0, top) for i in range(table.shape[2])]
             entry = {name: [getattr(f, name) for f in found] for name in ("mean", "low", "high")}
@@ -212,6 +235,7 @@ def across_seeds(summaries: Sequence[dict[str, Any]], confidence: float = 0.95) 
             ranges = [seed_range(values[:, i]) for i in range(values.shape[1])]
             entry = {name: [r[name] for r in ranges] for name in ("mean", "low", "high")}
         out[key] = {name: v[0] for name, v in entry.items()} if key in SCALARS else entry
+    out["effective_modes"] = effective_modes_stat(out["pcmd"])
     return out
 
 
@@ -238,7 +262,7 @@ def records_table(runs: Sequence[Records], stat: str, k: int | None = None) -> n
     ``"pass_at_k"``), or each record's ``stat``."""
     if stat == "pass_at_k":
         return np.array([[pass_at_k(r["num_samples"], r["num_correct"], k) for r in run] for run in runs], dtype=float)
-    return np.array([[with_modes(r)[stat] for r in run] for run in runs], dtype=float)
+    return np.array([[with_modes(r).get(stat) for r in run] for run in runs], dtype=float)
 
 
 def pooled_records(runs: Sequence[Records]) -> list[dict[str, Any]]:
@@ -297,8 +321,9 @@ PAIRED_SCALARS = {"distinct_correct_clusters": "distinct correct", "pcmd": "pcmd
 def records_difference(
     first: Sequence[Records], second: Sequence[Records] | Records, ks: Sequence[int], confidence: float = 0.95
 ) -> dict[str, dict[str, float]]:
-    """``first - second`` at pass@k for each of ``ks`` and in distinct correct clusters, PCMD and mean reward (where
-    both have them: ``PAIRED_SCALARS``), each with its ``paired_difference`` interval: paired on problems, and on the
+    """``first - second`` at pass@k for each of ``ks`` and in distinct correct clusters, PCMD and mean reward (on the
+    problems where both have them: ``PAIRED_SCALARS``), each with its ``paired_difference`` interval: paired on
+    problems, and on the
     seed's index where ``second`` is several runs too; one run's records (a model such as the start) are subtracted
     from every seed's."""
     one = bool(second) and isinstance(second[0], dict)
@@ -315,8 +340,10 @@ def records_difference(
         for k in ks
     }
     for key, name in PAIRED_SCALARS.items():
-        if all(with_modes(r).get(key) is not None for run in (*first, *runs) for r in run):
-            out[name] = paired_difference(records_table(first, key), other(key), confidence=confidence)
+        a, b = records_table(first, key), other(key)
+        defined = ~np.isnan(a).any(axis=0) & ~np.isnan(np.atleast_2d(b)).any(axis=0)
+        if defined.any():  # PCMD: paired on the problems both define (two or more correct samples in every run)
+            out[name] = paired_difference(a[:, defined], b[..., defined], confidence=confidence)
     return {name: interval.as_dict() for name, interval in out.items()}
 
 

@@ -86,7 +86,7 @@ def train_method(method: str, seed: int, s: DemoSettings, out: Path) -> dict[str
     start = time.perf_counter()
     trainer = train.run(*parsed, parts, print_logs=False)
     seconds = time.perf_counter() - start
-    curve = [{k: log[k] for k in CURVE} for log in trainer.state.log_history if CURVE[1] in log]
+    curve = [{k: log[k] for k in CURVE if k in log} for log in trainer.state.log_history if CURVE[1] in log]
     final = held_out_summary(trainer, parts, s.eval_samples, parsed, seed)
     return {"curve": curve, "final": final, "train_seconds": seconds}
 
