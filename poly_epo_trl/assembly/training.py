@@ -458,11 +458,12 @@ def held_out_summary(trainer: Any, parts: TrainingParts, samples: int, parsed: t
     script_args, config, _ = parsed
     rows, indices = parts.eval_rows, range(len(parts.eval_rows))
     scorer, settings = held_out_scoring(parts, config, samples, seed, script_args.eval_vote_answer)
-    agent = held_out_agent(parts, config)
+    agent, threshold = held_out_agent(parts, config), config.correct_reward_threshold
     if agent is None:
-        metrics = policy_metrics(trainer.model, trainer.processing_class, rows, indices, scorer, settings)
+        metrics = policy_metrics(trainer.model, trainer.processing_class, rows, indices, scorer, settings, threshold)
     else:
-        metrics = episode_metrics(EpisodeSampler.for_trainer(trainer, settings, agent), rows, indices, scorer)
+        sampler = EpisodeSampler.for_trainer(trainer, settings, agent)
+        metrics = episode_metrics(sampler, rows, indices, scorer, threshold)
     return summarize(metrics, num_resamples=200)
 
 
@@ -479,6 +480,7 @@ def pass_at_k_callback(
         scorer,
         settings,
         int(training_args.eval_steps),
+        training_args.correct_reward_threshold,
         on_start=script_args.eval_at_start,
         agent=held_out_agent(parts, training_args),
     )
