@@ -4,12 +4,14 @@ around every method). Built in: ``poly_epo`` (the marginal set advantage), the p
 and ``grpo_div`` (GRPO+DIV), and the exploration methods of the literature, one file each: ``pass_at_k`` (Pass@k
 Training), ``pkpo`` (Pass@k Policy Optimization), ``max_rl`` (MaxRL), ``f_grpo`` (F-GRPO), ``ucpo`` (UCPO),
 ``unlikeliness`` (the unlikeliness reward), ``ips_grpo`` (inverse probability scaling), ``uniqueness``
-(uniqueness-aware RL), ``outcome_batch`` (batch exploration) and ``novelty`` (a cross-step novelty bonus in the
-spirit of outcome-based exploration). Each declares the settings it owns. ``floor``: the run's reward floor, read by
-the methods that multiply rewards."""
+(uniqueness-aware RL), ``outcome_batch`` (batch exploration), ``novelty`` (a cross-step novelty bonus in the
+spirit of outcome-based exploration), ``darling`` (DARLING: reward x partition diversity) and ``setpo`` (SetPO: a
+kernel diversity's leave-one-out marginal added to the advantage). Each declares the
+settings it owns. ``floor``: the run's reward floor, read by the methods that multiply rewards."""
 
 from . import (
     baselines,
+    darling,
     f_grpo,
     ips_grpo,
     max_rl,
@@ -18,6 +20,7 @@ from . import (
     pass_at_k,
     pkpo,
     poly_epo,
+    setpo,
     ucpo,
     uniqueness,
     unlikeliness,
@@ -56,6 +59,7 @@ __all__ = [
     "apply_method",
     "baselines",
     "bonus_method",
+    "darling",
     "f_grpo",
     "get_method",
     "ips_grpo",
@@ -66,6 +70,7 @@ __all__ = [
     "pkpo",
     "poly_epo",
     "resolve_settings",
+    "setpo",
     "setting_owners",
     "shown_settings",
     "ucpo",
