@@ -10,7 +10,7 @@ from datasets import Dataset
 from ..constants import BUILTIN_PREFIX
 from ..data import DatasetArguments, load_table
 from ..recipe import RecipeError
-from . import goldbach_agent, names_by_letter, prime_pair, sum_pair
+from . import goldbach_agent, names_by_letter, prime_pair, sum_pair, tradeoff
 from .base import TASKS, Task
 
 
@@ -48,4 +48,5 @@ __all__ = [
     "prime_pair",
     "sum_pair",
     "task_defaults",
+    "tradeoff",
 ]
