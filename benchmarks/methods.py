@@ -5,14 +5,18 @@ of modes) and the rewards (pass@1, mean reward) beside each other, and each meth
 and seeds.
 
     python benchmarks/methods.py --task prime_pair --seeds 0 1 2 3 4 --out DIR [--methods grpo poly_epo ...]
-    python benchmarks/methods.py --results benchmarks/results/methods.json --out DIR --page docs/pages/methods.md
+    python benchmarks/methods.py --task tradeoff --seeds 0 1 2 3 4 --out DIR
+    python benchmarks/methods.py --results benchmarks/results/methods_prime_pair.json --out DIR \
+        --page docs/pages/methods.md
 
-Writes ``DIR/results.json`` (``ks``; ``runs[method][seed]`` with the curve, the final evaluation's per-problem records
-and the training seconds; ``summary[method]``; ``versus_grpo[method]``; ``seconds``), ``DIR/methods.png`` (pass@k
-against k, PCMD against the training step) and ``DIR/page.md`` (the page's block). ``--page`` fills the block between
-the page's markers. ``--results FILE`` recomputes every statistic from a results file's per-problem records with this
-library and draws the figure and the page again, running nothing. The runs go to ``--workers`` processes of one core
-each.
+``--task``: a toy task (``TOY_TASKS``): ``prime_pair``, where every diverse answer is also a correct one, and
+``tradeoff``, where one prime pair earns 1.0 and the others 0.5, so that diversity costs reward. Writes
+``DIR/results.json`` (``ks``; ``runs[method][seed]`` with the curve, the final evaluation's per-problem records and
+the training seconds; ``summary[method]``; ``versus_grpo[method]``; ``seconds``), ``DIR/methods_<task>.png`` (pass@k
+against k, PCMD against the training step) and ``DIR/page.md`` (the page's block). ``--page`` fills the task's block
+between the page's markers (``markers``). ``--results FILE`` recomputes every statistic from a results file's
+per-problem records with this library and draws the figure and the page again, running nothing. The runs go to
+``--workers`` processes of one core each.
 """
 
 from __future__ import annotations
@@ -28,10 +32,19 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-PAGE_MARKERS = ("<!-- methods:start -->", "<!-- methods:end -->")
-FIGURE = "methods.png"
 BASELINE = "grpo"
 START = "warm start"
+TOY_TASKS = ("prime_pair", "tradeoff")
+REWARD_X_DIVERSITY = ("poly_epo", "darling", "grpo_div", "setpo")  # the objectives that weigh reward with diversity
+
+
+def markers(task: str) -> tuple[str, str]:
+    """The methods page's block of ``task``."""
+    return f"<!-- methods:{task}:start -->", f"<!-- methods:{task}:end -->"
+
+
+def figure_name(task: str) -> str:
+    return f"methods_{task}.png"
 
 
 def registered() -> list[str]:
@@ -136,17 +149,18 @@ def table(report: dict[str, Any]) -> list[str]:
     seconds per run, each with its interval."""
     summary, ks = report["summary"], report["ks"]
     n = ks[-1]
-    head = ["method", "pass@1", "mean reward", f"pass@{n}", "distinct correct", "PCMD", "N_eff", "s / run"]
+    head = ["method", "pass@1", "mean reward", f"pass@{n}", "distinct correct", "PCMD (problems)", "N_eff", "s / run"]
     lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
     for method, s in summary.items():
         seconds = f"{seconds_per_run(report, method):.0f}" if method in report["runs"] else "-"
+        pcmd = cell(s.get("pcmd"), 3) + (f" ({s['pcmd_problems']})" if s.get("pcmd") is not None else "")
         row = [
             f"`{method}`" if method != START else START,
             cell(s["pass_at_k"], 3, 0),
             cell(s.get("mean_reward"), 3),
             cell(s["pass_at_k"], 3, -1),
             cell(s.get("distinct_correct_clusters"), 2),
-            cell(s.get("pcmd"), 3),
+            pcmd,
             cell(s.get("effective_modes"), 2),
             seconds,
         ]
@@ -174,7 +188,7 @@ def trade_off(report: dict[str, Any]) -> list[str]:
     """What each reward x diversity objective gives up, or gains, in pass@1 and mean reward against Dr.GRPO, said
     from the intervals: below, above, or not told apart."""
     said = []
-    for method in ("poly_epo", "grpo_div"):
+    for method in REWARD_X_DIVERSITY:
         diff = report["versus_grpo"].get(method)
         if diff is None:
             continue
@@ -183,24 +197,28 @@ def trade_off(report: dict[str, Any]) -> list[str]:
             c = diff.get(key)
             if c is None:
                 continue
-            verdict = "lower" if c["high"] < 0 else "higher" if c["low"] > 0 else "not told apart from Dr.GRPO's"
+            verdict = "below Dr.GRPO's" if c["high"] < 0 else "above Dr.GRPO's" if c["low"] > 0 else None
+            verdict = verdict or "not told apart from Dr.GRPO's"
             words.append(f"{name} {verdict} ({cell(c, 3)})")
         said.append(f"- `{method}` against Dr.GRPO: " + "; ".join(words) + ".")
     return said
 
 
-def page(report: dict[str, Any], figure_path: str = f"figures/{FIGURE}") -> str:
+def page(report: dict[str, Any], figure_path: str | None = None) -> str:
     """The page's block: the settings, the table, the paired differences, the trade-off, the figure, the time."""
     s = report["settings"]
     summary = report["summary"]
     minutes = report["seconds"] / 60
+    figure_path = figure_path or f"figures/{figure_name(s['task'])}"
     return "\n".join(
         [
             f"`python benchmarks/methods.py --task {s['task']} --seeds {' '.join(map(str, s['seeds']))}`, "
             f"{report['hardware']}, {minutes:.1f} minutes for every method and seed (the warm start's evaluations "
             f"included); {summary[START]['num_problems']} held-out problems x {summary[START]['num_samples']} "
             f"samples, {len(s['seeds'])} seeds, {s['steps']} steps each. Means with their "
-            f"{summary[START]['interval']}.",
+            f"{summary[START]['interval']}; PCMD over the problems where every seed drew two or more correct samples "
+            f"({summary[START].get('pcmd_problems', '-')} for the warm start; each method's in its row's cell below), "
+            "N_eff = 1 / (1 - PCMD) of the mean.",
             "",
             *table(report),
             "",
@@ -246,9 +264,9 @@ def figure(report: dict[str, Any], path: Path) -> None:
     fig.savefig(path, dpi=100)
 
 
-def write_page(text: str, path: Path) -> None:
+def write_page(text: str, path: Path, task: str) -> None:
     page_text = path.read_text()
-    start, end = PAGE_MARKERS
+    start, end = markers(task)
     if start not in page_text or end not in page_text:
         raise SystemExit(f"{path} has no {start} ... {end} block to fill")
     before, rest = page_text.split(start, 1)
@@ -259,15 +277,16 @@ def publish(report: dict[str, Any], out: Path, page_path: Path | None) -> None:
     """results.json, the figure and the page's block (``DIR/page.md``; with ``page_path`` into that page between its
     markers too, the figure beside the page)."""
     out.mkdir(parents=True, exist_ok=True)
+    name = figure_name(report["settings"]["task"])
     (out / "results.json").write_text(json.dumps(report, indent=1))
-    figure(report, out / FIGURE)
-    (out / "page.md").write_text(page(report, FIGURE) + "\n")
+    figure(report, out / name)
+    (out / "page.md").write_text(page(report, name) + "\n")
     if page_path is not None:
         (page_path.parent / "figures").mkdir(exist_ok=True)
-        figure(report, page_path.parent / "figures" / FIGURE)
-        write_page(page(report), page_path)
+        figure(report, page_path.parent / "figures" / name)
+        write_page(page(report), page_path, report["settings"]["task"])
     print(console(report))
-    print(f"results: {out / 'results.json'}   figure: {out / FIGURE}   ({report['seconds'] / 60:.1f} min)")
+    print(f"results: {out / 'results.json'}   figure: {out / name}   ({report['seconds'] / 60:.1f} min)")
 
 
 def console(report: dict[str, Any]) -> str:
@@ -283,7 +302,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     from poly_epo_trl.commands.demo.run import DemoSettings
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--task", default="prime_pair")
+    parser.add_argument("--task", default="prime_pair", choices=TOY_TASKS)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     parser.add_argument("--methods", nargs="+", default=None, help="default: every registered method")
     parser.add_argument("--out", type=Path, required=True)
