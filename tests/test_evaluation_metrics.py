@@ -185,3 +185,14 @@ def test_pcmd_is_recomputed_from_a_stored_record():
     assert table[0, 0] == pytest.approx(2 / 3) and math.isnan(table[0, 1])
     diff = records_difference([[old, lone]], [[lone | {"correct_answer_counts": {"a": 3}}, old]], [1])
     assert diff["pcmd"]["mean"] == pytest.approx(2 / 3)  # paired on the one problem both define
+
+
+def test_majority_votes_on_the_answer_judges_keys():
+    """1/2, 0.5 and 2/4 are one vote, 3+7 and 7+3 another: the text vote would crown the wrong "3" (two votes
+    against one each); by the judge's keys the right answer wins with 3 of 5, and 3+7 with 7+3 beats 5+5."""
+    from poly_epo_trl.evaluation.report import problem_metrics
+
+    fractions = problem_metrics([1, 1, 1, 0, 0], ["1/2", "0.5", "2/4", "3", "3"], None)
+    assert fractions["maj_at_k"][-1] == 1.0 and fractions["vote_share"] == pytest.approx(3 / 5)
+    sums = problem_metrics([1, 1, 0, 0, 0], ["3+7", "7+3", "5+5", "4+4", None], None)
+    assert sums["maj_at_k"][-1] == 1.0 and sums["vote_share"] == pytest.approx(2 / 5)

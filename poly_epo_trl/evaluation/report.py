@@ -13,7 +13,7 @@ from .intervals import crossed_interval, paired_difference, seed_range
 from .metrics import majority_at_k, majority_vote, pass_at_k, powers_of_two_up_to
 
 CURVES = ("pass_at_k", "maj_at_k")
-RATES = (*CURVES, "vote_share")  # in [0, 1]; the other scalars are counts
+RATES = (*CURVES, "vote_share", "pcmd")  # in [0, 1]; the other scalars are counts
 SCALARS = (
     "vote_share",
     "distinct_clusters",
@@ -80,12 +80,14 @@ def problem_metrics(
     maj_subsets: int = 200,
     seed: int = 0,
 ) -> dict[str, Any]:
-    """One problem's n samples: pass@k and maj@k for k = 1, 2, 4, ..., n, the winning answer's vote share, the
+    """One problem's n samples: pass@k and maj@k for k = 1, 2, 4, ..., n, the winning answer's vote share (votes by
+    the answer judge's key, ``judges.answer.mode_key``, as PCMD groups modes: 3+7 and 7+3 are one vote), the
     distinct non-degenerate clusters among all and among correct samples (None without clusters; when the judge saw
     only the first m samples, among those m), how often each correct answer was given, the judge-free diversity of
     those answers (``pcmd``, None below two correct samples), and the mean reward of the scored samples."""
     n = len(rewards)
     correct = [r is not None and r >= correct_reward_threshold for r in rewards]  # NaN compares False
+    votes = [None if a is None else mode_key(str(a)) for a in answers]  # 3+7 and 7+3, 1/2 and 0.5: one vote
     ks = powers_of_two_up_to(n)
     counts: dict[str, int] = {}
     for answer, ok in zip(answers, correct, strict=True):
@@ -96,8 +98,8 @@ def problem_metrics(
         "num_correct": sum(correct),
         "correct_answer_counts": dict(sorted(counts.items(), key=lambda item: (-item[1], item[0]))),
         "pass_at_k": [pass_at_k(n, sum(correct), k) for k in ks],
-        "maj_at_k": [majority_at_k(answers, correct, k, maj_subsets, seed) for k in ks],
-        "vote_share": majority_vote(answers)[1],
+        "maj_at_k": [majority_at_k(votes, correct, k, maj_subsets, seed) for k in ks],
+        "vote_share": majority_vote(votes)[1],
         "distinct_clusters": None,
         "distinct_correct_clusters": None,
         "pcmd": pcmd(counts),
