@@ -176,3 +176,22 @@ def test_judge_agreement_refuses_an_empty_or_missing_trail(tmp_path, capsys):
         assert stop.value.code == 2
     err = capsys.readouterr().err
     assert "no judged groups there" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("scale_rewards", ["none", "group"])
+def test_dr_grpo_writes_its_groups_with_the_advantages_trl_trained_on(model_dir, tmp_path, scale_rewards):
+    """Dr.GRPO (no judge, TRL's own advantage) writes every group to the trail like any method, judge null, with
+    the advantages TRL computed: r - mean, divided by the group's std under scale_rewards: group, as TRL divides."""
+    from poly_epo_trl.trainer import DrGRPOTrainer
+
+    run = trainer(model_dir, tmp_path, DrGRPOTrainer, judge=None, max_steps=2, scale_rewards=scale_rewards)
+    run.train()
+    records = read_audit(tmp_path / "out" / AUDIT_FILE)
+    assert [r["step"] for r in records] == [1, 2] and all(r["judge"] is None for r in records)
+    for record in records:
+        rewards = torch.tensor(record["rewards"], dtype=torch.float64)
+        expected = rewards - rewards.mean()
+        if scale_rewards == "group":
+            expected = expected / (rewards.std() + 1e-4)
+        assert record["advantages"] == pytest.approx(expected.tolist(), abs=1e-5)
+    assert records[-1]["completions"] == run.last_set_batch.completions

@@ -409,7 +409,13 @@ class PolyEPOTrainer(GRPOTrainer):
             )
         if self.step is None or self.step.mode != mode or self.step.batch is not None:
             self.step = Step(mode, group_size)  # not started by _generate (called on its own)
-        if self.method.kind == "none":
+        if self.method.kind == "none":  # GRPO's advantage: TRL computes it after this; the trail gets it in seam 3
+            if self.audit.fraction > 0:
+                texts = steps.gather_texts(prompts, completions)
+                degenerate = self.settings.degenerate_cluster_id
+                self.step.batch = steps.set_batch(
+                    self.step, host, self.reward_weights, *texts, degenerate_cluster_id=degenerate
+                )
             return rewards
         columns = host.shape[1] - (self.method.kind == "bonus")  # the bonus column is the method's to fill
         weights = self.reward_weights[:columns]
@@ -546,8 +552,18 @@ class PolyEPOTrainer(GRPOTrainer):
             process, logged = self.accelerator.process_index, self._logs["advantages"]
             output = replace_advantages(output, self.step.advantages, process, logged)
             self.step.advantages = None
+        elif self.method.kind == "none" and self.step is not None and self.step.batch is not None:
+            self.record_grpo_advantages(self.step.batch)
         self.log_metric(self.mode_and_group_size()[0], "time/rollout", time.perf_counter() - began)
         return output
+
+    def record_grpo_advantages(self, batch: SetBatch) -> None:
+        """Dr.GRPO's groups into the audit trail with the advantages TRL trained on: the whole batch's, the newest
+        entries of TRL's completions-table log (all processes' rows, in the batch's order)."""
+        if torch.isnan(batch.advantages).all():
+            logged = list(self._logs["advantages"])[-batch.rewards.numel() :]
+            batch.advantages = torch.tensor(logged, dtype=batch.rewards.dtype).view_as(batch.rewards)
+            self.audit.record(batch, self.state.global_step, judged=False)
 
     def mode_and_group_size(self) -> tuple[str, int]:
         """("train", num_generations) while training, ("eval", num_generations_eval) in evaluation."""
