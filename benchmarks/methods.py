@@ -149,11 +149,20 @@ def table(report: dict[str, Any]) -> list[str]:
     seconds per run, each with its interval."""
     summary, ks = report["summary"], report["ks"]
     n = ks[-1]
-    head = ["method", "pass@1", "mean reward", f"pass@{n}", "distinct correct", "PCMD (problems)", "N_eff", "s / run"]
+    head = [
+        "method",
+        "pass@1",
+        "mean reward",
+        f"pass@{n}",
+        "distinct correct",
+        "PCMD (problems a seed)",
+        "N_eff",
+        "s / run",
+    ]
     lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
     for method, s in summary.items():
         seconds = f"{seconds_per_run(report, method):.0f}" if method in report["runs"] else "-"
-        pcmd = cell(s.get("pcmd"), 3) + (f" ({s['pcmd_problems']})" if s.get("pcmd") is not None else "")
+        pcmd = cell(s.get("pcmd"), 3) + (f" ({s['pcmd_problems']:.1f})" if s.get("pcmd") is not None else "")
         row = [
             f"`{method}`" if method != START else START,
             cell(s["pass_at_k"], 3, 0),
@@ -216,9 +225,9 @@ def page(report: dict[str, Any], figure_path: str | None = None) -> str:
             f"{report['hardware']}, {minutes:.1f} minutes for every method and seed (the warm start's evaluations "
             f"included); {summary[START]['num_problems']} held-out problems x {summary[START]['num_samples']} "
             f"samples, {len(s['seeds'])} seeds, {s['steps']} steps each. Means with their "
-            f"{summary[START]['interval']}; PCMD over the problems where every seed drew two or more correct samples "
-            f"({summary[START].get('pcmd_problems', '-')} for the warm start; each method's in its row's cell below), "
-            "N_eff = 1 / (1 - PCMD) of the mean.",
+            f"{summary[START]['interval']}; PCMD is the mean of the seeds' ModeBench cells (each the mean over that "
+            "seed's problems with two or more correct samples; how many, on average, in brackets) with a t interval "
+            "over the seeds (the problems held fixed), and N_eff = 1 / (1 - PCMD) of that mean.",
             "",
             *table(report),
             "",

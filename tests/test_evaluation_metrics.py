@@ -184,7 +184,33 @@ def test_pcmd_is_recomputed_from_a_stored_record():
     table = records_table([[old, lone]], "pcmd")
     assert table[0, 0] == pytest.approx(2 / 3) and math.isnan(table[0, 1])
     diff = records_difference([[old, lone]], [[lone | {"correct_answer_counts": {"a": 3}}, old]], [1])
-    assert diff["pcmd"]["mean"] == pytest.approx(2 / 3)  # paired on the one problem both define
+    assert diff["pcmd"]["mean"] == pytest.approx(2 / 3 - (0 + 2 / 3) / 2)  # each run's ModeBench cell
+
+
+def test_pcmd_across_seeds_is_the_mean_of_the_seeds_modebench_cells():
+    """Three seeds: cells 2/3 (one problem defined), (1 + 0) / 2 and none (no problem with two correct samples): the
+    mean is over the two defined cells, with a t interval over them; the support is (1 + 2 + 0) / 3 a seed. A seed
+    whose every problem is undefined does not pull the mean to 0."""
+    from poly_epo_trl.evaluation.intervals import crossed_interval
+    from poly_epo_trl.evaluation.report import across_seeds, pcmd_cells, problem_metrics, problem_record
+
+    def record(counts):  # four samples: the correct ones' answers as counted, the rest wrong
+        answers = [a for a, n in counts.items() for _ in range(n)]
+        rewards = [1.0] * len(answers) + [0.0] * (4 - len(answers))
+        return problem_record(problem_metrics(rewards, answers + ["x"] * (4 - len(answers)), None))
+
+    seeds = [
+        [record({"a": 2, "b": 1}), record({"a": 1})],
+        [record({"a": 1, "b": 1}), record({"a": 3})],
+        [record({}), record({"b": 1})],
+    ]
+    assert pcmd_cells(seeds) == [(pytest.approx(2 / 3), 1), (0.5, 2), (None, 0)]
+    summaries = [{"num_problems": 2, "num_samples": 4, "ks": [1, 2, 4], "problems": run} for run in seeds]
+    found = across_seeds(summaries)
+    expected = crossed_interval([[2 / 3], [0.5]]).within(0.0, 1.0)
+    assert found["pcmd"]["mean"] == pytest.approx(7 / 12) and found["pcmd"]["high"] == pytest.approx(expected.high)
+    assert found["pcmd_problems"] == pytest.approx(1.0)
+    assert found["effective_modes"]["mean"] == pytest.approx(1 / (1 - 7 / 12))
 
 
 def test_majority_votes_on_the_answer_judges_keys():

@@ -22,7 +22,6 @@ SCALARS = (
     "pcmd",
     "mean_reward",
 )
-DEFINED_WHERE = {"pcmd": "problems with two or more correct samples"}  # scalars undefined elsewhere
 
 
 def correct_modes(correct_answer_counts: dict[str, int]) -> dict[str, int]:
@@ -204,8 +203,10 @@ def across_seeds(summaries: Sequence[dict[str, Any]], confidence: float = 0.95) 
     curve and scalar is the mean over seeds and problems. With every run's per-problem records, its interval is
     ``intervals.crossed_interval`` of the seeds x problems table (seed and problem spread both in it; it covers at
     its stated rate, ``tests/test_intervals.py``); without them only the seeds' min-max range is known, and that is
-    what ``low`` and ``high`` are. ``interval`` says which, in words. A scalar undefined on some problems (PCMD) is
-    the mean over the problems every run defines (``pcmd_problems`` of them); N_eff is derived from that mean."""
+    what ``low`` and ``high`` are. ``interval`` says which, in words. PCMD, undefined on some problems, is the mean
+    of the seeds' ModeBench cells (``pcmd_cells``: each seed's mean over its own defined problems) with a t interval
+    over those seeds (the problems held fixed), ``pcmd_problems`` the mean defined problems a seed; N_eff is derived
+    from that mean."""
     if not summaries:
         raise ValueError("No runs to combine.")
     if len({tuple(s["ks"]) for s in summaries}) != 1:
@@ -218,14 +219,22 @@ def across_seeds(summaries: Sequence[dict[str, Any]], confidence: float = 0.95) 
         if not paired and any(s.get(key) is None for s in summaries):
             out[key] = None
             continue
+        if paired and key == "pcmd":
+            cells = pcmd_cells([s["problems"] for s in summaries])
+            out["pcmd_problems"] = float(np.mean([count for _, count in cells]))
+            found = [value for value, _ in cells if value is not None]
+            if len(summaries) == 1:  # one seed: the interval over its defined problems
+                found = [[v for v in (with_modes(p)["pcmd"] for p in summaries[0]["problems"]) if v is not None]]
+            else:
+                found = [[v] for v in found]
+            stat = crossed_interval(found, confidence).within(0.0, 1.0) if found and found[0] else None
+            out[key] = None if stat is None else {name: getattr(stat, name) for name in ("mean", "low", "high")}
+            continue
         if paired:
             problems = [[with_modes(p) for p in s["problems"]] for s in summaries]
             rows = [[np.atleast_1d(np.nan if p[key] is None else p[key]) for p in run] for run in problems]
             table = np.array(rows, dtype=float)
-            defined = ~np.isnan(table).any(axis=(0, 2))  # problems a run has no value for (a judge's miss, PCMD's
-            table = table[:, defined]  # fewer than two correct samples): the mean is over those every run defines
-            if key == "pcmd":
-                out["pcmd_problems"] = int(defined.sum())
+            table = table[:, ~np.isnan(table).any(axis=(0, 2))]  # problems a run has no value for (a judge's miss)
             if table.shape[1] == 0:
                 out[key] = None
                 continue
@@ -324,7 +333,8 @@ def records_difference(
     first: Sequence[Records], second: Sequence[Records] | Records, ks: Sequence[int], confidence: float = 0.95
 ) -> dict[str, dict[str, float]]:
     """``first - second`` at pass@k for each of ``ks`` and in distinct correct clusters, PCMD and mean reward (on the
-    problems where both have them: ``PAIRED_SCALARS``), each with its ``paired_difference`` interval: paired on
+    problems where both have them: ``PAIRED_SCALARS``; PCMD as the seeds' ModeBench cells, ``pcmd_cells``, paired on
+    the seed's index with a t interval over seeds), each with its ``paired_difference`` interval: paired on
     problems, and on the
     seed's index where ``second`` is several runs too; one run's records (a model such as the start) are subtracted
     from every seed's."""
@@ -342,11 +352,28 @@ def records_difference(
         for k in ks
     }
     for key, name in PAIRED_SCALARS.items():
+        if key == "pcmd":  # each seed's ModeBench cell against the other's, where both are defined
+            mine, theirs = pcmd_cells(first), pcmd_cells(runs)
+            theirs = theirs * len(mine) if one else theirs
+            found = [[a - b] for (a, _), (b, _) in zip(mine, theirs, strict=True) if a is not None and b is not None]
+            if found:
+                out[name] = crossed_interval(found, confidence)
+            continue
         a, b = records_table(first, key), other(key)
         defined = ~np.isnan(a).any(axis=0) & ~np.isnan(np.atleast_2d(b)).any(axis=0)
-        if defined.any():  # PCMD: paired on the problems both define (two or more correct samples in every run)
+        if defined.any():
             out[name] = paired_difference(a[:, defined], b[..., defined], confidence=confidence)
     return {name: interval.as_dict() for name, interval in out.items()}
+
+
+def pcmd_cells(runs: Sequence[Records]) -> list[tuple[float | None, int]]:
+    """Each run's PCMD as ModeBench's ``cell_summary`` gives it: the mean over the run's problems with two or more
+    correct samples (None where it has none), and how many those are."""
+    cells = []
+    for run in runs:
+        values = [v for v in (with_modes(r)["pcmd"] for r in run) if v is not None]
+        cells.append((float(np.mean(values)) if values else None, len(values)))
+    return cells
 
 
 def paired_comparisons(
