@@ -170,6 +170,11 @@ def check_duplicate_keys(argv: list[str] | None) -> None:
                         f"{path}, line {line}: the key {shown} is not a setting's name. Write `name: value`, as in "
                         "`set_size: 4` (a key is a word: not empty, null, a number or a list)."
                     )
+                if node is self.root and isinstance(key, str) and key != key.strip():
+                    raise RecipeError(
+                        f"{path}, line {line}: the key {key!r} has spaces around the name, so it names no setting: "
+                        f"write {key.strip()!r}."
+                    )
                 if key in seen:
                     raise RecipeError(
                         f"The recipe sets {key!r} twice (lines {seen[key]} and {key_node.start_mark.line + 1}): YAML "

@@ -174,6 +174,32 @@ RECIPES = [
         + "reward_kwargs: {reward_factories:make_threshold: {above: 3}}\n",
         "gives ['above'], which reward_factories:make_threshold does not take: it takes ['at']",
     ),
+    # a mapping given as text: blank (dropped without a word before) or not JSON (a bare json error before)
+    ("lr_scheduler_kwargs_blank", RECIPE + 'lr_scheduler_kwargs: ""\n', "lr_scheduler_kwargs='' is blank"),
+    (
+        "lr_scheduler_kwargs_not_json",
+        RECIPE + "lr_scheduler_kwargs: '{min_lr: 1'\n",
+        "lr_scheduler_kwargs='{min_lr: 1' is not a JSON object",
+    ),
+    ("generation_kwargs_blank", RECIPE + "generation_kwargs: '  '\n", "generation_kwargs='  ' is blank"),
+    ("generation_kwargs_not_json", RECIPE + "generation_kwargs: top_k=3\n", "generation_kwargs='top_k=3' is not a"),
+    ("generation_kwargs_a_list", RECIPE + "generation_kwargs: '[1]'\n", "is list in JSON: it must be a mapping"),
+    ("accelerator_config_blank", RECIPE + 'accelerator_config: ""\n', "accelerator_config='' is blank"),
+    (
+        "lora_names_no_module",
+        RECIPE + "use_peft: true\nlora_target_modules: [q_proj, qkv_proj]\n",
+        "lora_target_modules=['q_proj', 'qkv_proj']: ['qkv_proj'] name no module of 'builtin:demo'",
+    ),
+    ("lora_without_peft", RECIPE + "lora_target_modules: [q_proj]\n", "use_peft is false: the LoRA settings would"),
+    ("optim_auto", RECIPE + "optim: auto\n", "optim='auto' is not one of transformers' optimizers"),
+    ("optim_near_miss", RECIPE + "optim: adamw_torch_fuse\n", "did you mean 'adamw_torch_fused'?"),
+    ("key_with_a_space", RECIPE + '" bf16": false\n', "the key ' bf16' has spaces around the name"),
+    ("is_cap_blank", RECIPE + 'vllm_importance_sampling_cap: ""\n', "vllm_importance_sampling_cap: invalid float"),
+    (
+        "audit_judge_unreachable",
+        RECIPE + "audit_judge: openai:http://127.0.0.1:9/v1/judge-model\njudge_retry_budget: 1\n",
+        "The audit judge (audit_judge='openai:http://127.0.0.1:9/v1/judge-model') did not answer a probe group",
+    ),
 ]
 
 
@@ -413,3 +439,37 @@ def test_a_negative_number_argparse_reads_as_an_option_is_told_how_to_write(tmp_
     with pytest.raises(SystemExit):
         main([*argv, "--output_dir", str(tmp_path / "out"), "--min_p=-6.5e16"])
     assert "min_p=-6.5e+16: transformers' generation refuses it" in the_refusal(capsys.readouterr().err)
+
+
+def test_a_null_setting_is_honoured_as_unset_and_said(tmp_path, caplog, monkeypatch):
+    """debug: null reads as unset: the run keeps debug's default, and the log says which value it uses."""
+    from poly_epo_trl.commands.train import prepare
+
+    monkeypatch.chdir(ROOT)
+    recipe = tmp_path / "recipe.yaml"
+    text = RECIPE.replace("output_dir: outputs/tiny/poly_epo/cpu", f"output_dir: {tmp_path}")
+    recipe.write_text(text + "debug: null\n")
+    with caplog.at_level(logging.WARNING):
+        _, training_args, _, _ = prepare(["--config", str(recipe), "--dry_run", "true"])
+    assert training_args.debug == []
+    assert "debug: null in the recipe reads as unset: the run uses debug=[] (the default)" in caplog.text
+
+
+def test_a_conversation_without_a_user_turn_stops_at_the_door(tmp_path, capsys, monkeypatch):
+    """A system-only chat row: the model would be asked nothing; the door names the row and its roles."""
+    monkeypatch.chdir(ROOT)
+    rows = tmp_path / "rows.jsonl"
+    good = [{"role": "system", "content": "You add."}, {"role": "user", "content": "S=12:"}]
+    rows.write_text(
+        json.dumps({"prompt": good})
+        + "\n"
+        + json.dumps({"prompt": [{"role": "system", "content": "You add."}]})
+        + "\n"
+    )
+    argv = ["--config", "recipes/tiny/poly_epo/config_cpu.yaml", "--dry_run", "true", "--dataset_name", str(rows)]
+    argv += ["--prompt_column", "prompt", "--chat_format", "true", "--output_dir", str(tmp_path / "out")]
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and "Traceback" not in err
+    assert "Training row 1's prompt holds no user message (roles ['system'])" in err

@@ -35,7 +35,7 @@ from ..evaluation.scoring import VOTE_MODES, Scorer
 from ..judges import JudgePipeline
 from ..judges.prompts import describe_tools
 from ..methods import get_method, resolve_settings
-from ..models import check_model_path, check_model_settings
+from ..models import check_model_path, check_model_settings, resolve_model
 from ..recipe import RecipeError, refuse
 from ..rewards import OPEN_R1_CODE, CodeRewardSettings
 from ..rewards.checks import empty_cell_refusal, empty_cells, missing_columns, text_prompt_refusals
@@ -177,16 +177,18 @@ class TrainingParts:
     method_settings: Any  # what the recipe's method trains with (methods.resolve_settings), as the trainer resolves it
     eval_dataset: Any = None  # TRL's own evaluation (eval_strategy), on dataset_test_split of the training source
     method_sources: dict[str, str] = field(default_factory=dict)  # where each of the method's settings came from
+    audit_judge: JudgePipeline | None = None  # the audit judge, built (and probed) at the door; None without one
 
 
-def check_judge(judge: JudgePipeline, budget: float = PROBE_BUDGET_SECONDS) -> None:
-    """One probe group (``JudgePipeline.probe``): a judge that cannot answer stops the run before the model
-    loads."""
+def check_judge(judge: JudgePipeline, budget: float = PROBE_BUDGET_SECONDS, key: str = "judge") -> None:
+    """One probe group (``JudgePipeline.probe``): a judge (``key``: the training judge, or ``audit_judge``) that
+    cannot answer stops the run before the model loads."""
     try:
         judge.probe(budget)
     except Exception as error:
+        name = "The judge" if key == "judge" else f"The audit judge ({key})"
         raise RecipeError(
-            f"The judge did not answer a probe group within {budget:g}s: {error}. Or choose another judge, or set "
+            f"{name} did not answer a probe group within {budget:g}s: {error}. Or choose another judge, or set "
             "check_judge: false to rely on judge_fallback."
         ) from None
 
@@ -222,6 +224,65 @@ def check_chat_template(tokenizer: Any, model: str | None) -> None:
             "template: set chat_template (a Jinja template, or a file holding one), or make the prompts text "
             "(chat_format: false, with no system_prompt)."
         )
+
+
+def check_user_turns(prompts: list[list[dict[str, Any]]]) -> None:
+    """RecipeError for a conversational prompt with no user message (a system message alone): the model would be
+    asked nothing, and TRL would train on it without a word."""
+    for index, messages in enumerate(prompts):
+        if not any(isinstance(m, dict) and m.get("role") == "user" for m in messages):
+            roles = [m.get("role") for m in messages if isinstance(m, dict)]
+            refuse(
+                f"Training row {index}'s prompt holds no user message (roles {roles}): each conversation needs the "
+                "user's turn. Fix the row, or drop rows like it from the table."
+            )
+            return
+
+
+LORA_KEYS = ("lora_target_modules", "lora_r", "lora_alpha", "lora_dropout", "lora_modules_to_save")
+
+
+def check_lora(model_args: ModelConfig) -> None:
+    """RecipeError for LoRA settings that would not apply: given without use_peft (the whole model would train), or
+    target modules that name no module of the model (read from its config on the meta device, no weights), which
+    PEFT would skip or refuse only after the model loads."""
+    defaults = ModelConfig()
+    given = [key for key in LORA_KEYS if getattr(model_args, key, None) != getattr(defaults, key, None)]
+    if given and not model_args.use_peft:
+        refuse(
+            f"{', '.join(given)} set, and use_peft is false: the LoRA settings would not apply and the whole model "
+            "would train. Set use_peft: true, or drop them."
+        )
+        return
+    targets = model_args.lora_target_modules
+    if not model_args.use_peft or not targets or targets == "all-linear" or targets == ["all-linear"]:
+        return
+    names = model_module_names(model_args.model_name_or_path)
+    if names is None:  # a Hub model not on this machine: PEFT checks it when it loads
+        return
+    wanted = [targets] if isinstance(targets, str) else list(targets)
+    missing = [t for t in wanted if not any(n == t or n.endswith("." + t) for n in names)]
+    if missing:
+        leaves = sorted({n.rsplit(".", 1)[-1] for n in names if n and not n.rsplit(".", 1)[-1].isdigit()})
+        refuse(
+            f"lora_target_modules={targets!r}: {missing} name no module of {model_args.model_name_or_path!r}. Its "
+            f"modules end in {leaves}; name some of them, or all-linear."
+        )
+
+
+def model_module_names(model: str | None) -> list[str] | None:
+    """The module names of ``model`` built from its config on the meta device (no weights read); None where its
+    config cannot be read here."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    try:
+        config = AutoConfig.from_pretrained(resolve_model(model) if model else model)
+    except (OSError, ValueError):
+        return None
+    with torch.device("meta"):
+        built = AutoModelForCausalLM.from_config(config)
+    return [name for name, _ in built.named_modules()]
 
 
 def check_quantization(model_args: ModelConfig) -> None:
@@ -304,9 +365,12 @@ def assemble_training(
         far = far_past_context(dataset["prompt"], name, revision, lambda: tokenizer("the prompts' sizes"))
         if far:
             refuse(far)
-    if isinstance(dataset[0]["prompt"], list) and is_local_model(name):
-        check_chat_template(tokenizer("conversational prompts"), name)
-    judge = None
+    if isinstance(dataset[0]["prompt"], list):
+        check_user_turns(dataset["prompt"])
+        if is_local_model(name):
+            check_chat_template(tokenizer("conversational prompts"), name)
+    check_lora(model_args)
+    judge = audit_judge = None
     if method.needs_judge and training_args.judge is None:
         raise RecipeError(f"trainer={script_args.trainer!r} needs a judge: set judge (e.g. 'answer', 'embedding').")
     if training_args.judge is not None and (method.needs_judge or script_args.eval_dataset_name):
@@ -324,9 +388,11 @@ def assemble_training(
                 f"trainer={script_args.trainer!r} has none. Drop audit_judge, or train with a method that judges."
             )
         try:
-            training_args.judge_spec(text=training_args.audit_judge)
+            audit_judge = training_args.make_judge(training_args.audit_judge)
         except (ValueError, ImportError) as error:
             raise RecipeError(f"audit_judge={training_args.audit_judge!r}: {error}") from None
+        if script_args.check_judge:
+            check_judge(audit_judge, key=f"audit_judge={training_args.audit_judge!r}")
     eval_rows = None
     if script_args.eval_dataset_name:
         eval_steps = training_args.eval_steps
@@ -352,8 +418,9 @@ def assemble_training(
         eval_table = load_rows(script_args, script_args.dataset_test_split)
         eval_dataset = format_dataset(eval_table, script_args, script_args.eval_max_problems, keep=keep)
     return TrainingParts(
-        rewards, dataset, judge, eval_rows, trained, agent, settings.settings, eval_dataset, dict(settings.sources)
-    )
+        rewards, dataset, judge, eval_rows, trained, agent, settings.settings, eval_dataset, dict(settings.sources),
+        audit_judge,
+    )  # fmt: skip
 
 
 def check_reward_columns(

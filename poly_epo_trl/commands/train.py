@@ -132,23 +132,35 @@ def prepare(argv: list[str] | None) -> tuple[ScriptArguments, PolyEPOConfig, Mod
     with one_pass():
         script_args, training_args, model_args = parse(argv)
         parts = assemble_training(script_args, training_args, model_args)
-    say_nulls(get_method(script_args.trainer), parts, recipe_nulls(argv))
+    configs = (script_args, training_args, model_args)
+    say_nulls(get_method(script_args.trainer), parts, recipe_nulls(argv), configs)
     return script_args, training_args, model_args, parts
 
 
-def say_nulls(method: Method, parts: TrainingParts, nulls: set[str]) -> None:
-    """Say each of ``method``'s settings the recipe gave as null (``nulls``): a null reads as unset, and the run uses
-    the value named here (the method's default, or a size fitted to the group)."""
-    for spec in method.setting_fields():
-        if spec.name in nulls:
-            source = parts.method_sources.get(spec.name, "default")
-            logger.warning(
-                "%s: null in the recipe reads as unset: the run uses %s=%r (%s). Give a value, or leave the key out.",
-                spec.name,
-                spec.name,
-                getattr(parts.method_settings, spec.name),
-                "the method's default" if source == "default" else source,
+def say_nulls(method: Method, parts: TrainingParts, nulls: set[str], configs: tuple[Any, ...] = ()) -> None:
+    """Say each setting the recipe gave as null (``nulls``): a null reads as unset, and the run uses the value named
+    here (a method's default or a size fitted to the group; another setting's value in ``configs``, the recipe's
+    parsed configs, as the run has it)."""
+    owned = {spec.name for spec in method.setting_fields()}
+    for name in sorted(nulls):
+        if name in owned:
+            source = parts.method_sources.get(name, "default")
+            value, where = (
+                getattr(parts.method_settings, name),
+                ("the method's default" if source == "default" else source),
             )
+        else:
+            holder = next((config for config in configs if hasattr(config, name)), None)
+            if holder is None or getattr(holder, name) is None:  # null is the value the run uses: nothing to say
+                continue
+            value, where = getattr(holder, name), "the default"
+        logger.warning(
+            "%s: null in the recipe reads as unset: the run uses %s=%r (%s). Give a value, or leave the key out.",
+            name,
+            name,
+            value,
+            where,
+        )
 
 
 def chosen_line(method: Method, parts: TrainingParts) -> str:
@@ -258,6 +270,8 @@ def make_trainer(
     training_args.model_init_kwargs = model_init_kwargs(model_args, training_args)
     method = get_method(script_args.trainer)
     kwargs: dict[str, Any] = {"judge": parts.judge} if method.needs_judge else {}
+    if parts.audit_judge is not None:  # built and probed at the door
+        kwargs["audit_judge"] = parts.audit_judge
     if script_args.chat_template is not None:  # the tokenizer as TRL loads it, with the recipe's template
         kwargs["processing_class"] = load_tokenizer(
             model, model_args.model_revision, "chat_template", script_args.chat_template, padding_side="left",

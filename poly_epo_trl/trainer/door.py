@@ -61,6 +61,7 @@ def check_grpo_settings(args: Any, typed: bool = False) -> None:
     hints = typing.get_type_hints(type(args))
     nulls = [f.name for f in fields(args) if getattr(args, f.name) is None and hints.get(f.name) in (int, float, bool)]
     check_field_types(args, nulls, none_allowed=False)  # a recipe's null for a number that takes none
+    check_mapping_texts(args)
     check_numbers(args)
     check_counts(args)
     check_sampling(args)
@@ -69,6 +70,37 @@ def check_grpo_settings(args: Any, typed: bool = False) -> None:
     check_named(args)
     check_output_dir(args.output_dir)
     check_extras(args)
+
+
+PATH_OR_MAPPING = ("accelerator_config", "fsdp_config")  # a JSON file's path, or the mapping (deepspeed: check_extras)
+
+
+def check_mapping_texts(args: Any) -> None:
+    """A mapping setting given as text (a recipe's string, a command line's JSON), before transformers or TRL read
+    it: blank is refused (it would be dropped without a word), and text that is not a JSON object is refused with
+    the field's name (transformers' json error names none); a ``*_kwargs`` field takes no other text, and
+    ``PATH_OR_MAPPING`` fields may name a file."""
+    hints = typing.get_type_hints(type(args))
+    for spec in fields(args):
+        value = getattr(args, spec.name)
+        takes_mapping = spec.name in PATH_OR_MAPPING or "dict" in str(hints.get(spec.name, ""))
+        if not isinstance(value, str) or not takes_mapping or spec.name == "deepspeed":
+            continue
+        if not value.strip():
+            raise ValueError(
+                f"{spec.name}={value!r} is blank: give a mapping ({spec.name}: {{key: value}} in a recipe, JSON on "
+                "the command line), or leave the key out for its default."
+            )
+        if value.lstrip().startswith("{") or spec.name not in PATH_OR_MAPPING:
+            try:
+                found = json.loads(value)
+            except ValueError as error:
+                raise ValueError(
+                    f"{spec.name}={value!r} is not a JSON object ({error}): write it as a YAML mapping "
+                    f"({spec.name}: {{key: value}}) or as JSON text with double quotes."
+                ) from None
+            if not isinstance(found, dict):
+                raise ValueError(f"{spec.name}={value!r} is {type(found).__name__} in JSON: it must be a mapping.")
 
 
 def float_fields(args: Any) -> list[str]:
@@ -150,6 +182,18 @@ def check_optimizer(args: Any) -> None:
     """An optimizer transformers cannot build here (a package it needs is missing: ``optimizer_problem``), and an
     AdamW optimizer's settings, given to torch's AdamW on one parameter (its own checks, at once)."""
     optim = getattr(args.optim, "value", args.optim)
+    from transformers.training_args import OptimizerNames
+
+    names = [name.value for name in OptimizerNames]
+    if optim not in names:
+        import difflib
+
+        close = difflib.get_close_matches(str(optim), names, n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        raise ValueError(
+            f"optim={optim!r} is not one of transformers' optimizers: {hint}use adamw_torch (TRL's default) or one of "
+            f"{names}."
+        )
     if optim not in ADAMW:
         problem = optimizer_problem(args)
         if problem:

@@ -127,7 +127,7 @@ class PolyEPOTrainer(GRPOTrainer):
         if check_inputs:
             self.check_inputs(arguments)
         pipeline = self.judge_pipeline(judge, arguments, check_judge) if self.method.needs_judge else None
-        audit_pipeline = self.audit_pipeline(audit_judge)
+        audit_pipeline = self.audit_pipeline(audit_judge, check_judge)
         self._name = self.method.title
         self._tag_names = ["trl", "grpo", *self.method.tags]
         self._paper = dict(self.method.paper) if self.method.paper else GRPOTrainer._paper
@@ -224,10 +224,12 @@ class PolyEPOTrainer(GRPOTrainer):
                 ) from None
         return pipeline
 
-    def audit_pipeline(self, audit_judge: Any) -> JudgePipeline | None:
+    def audit_pipeline(self, audit_judge: Any, check: bool) -> JudgePipeline | None:
         """The audit judge (``judge_audit``), built as the training judge is (its settings' pipeline: retries,
         outage waits, fallbacks): from ``audit_judge=`` (a spec, a ClusteringJudge or a function) or the settings'
-        ``audit_judge``; None without one. ValueError for a method without a judge to audit."""
+        ``audit_judge``; None without one. Built from a spec, it is asked one probe group (``check``), as the
+        training judge is: one that cannot answer stops here, not as failed audits later. ValueError for a method
+        without a judge to audit."""
         spec = audit_judge if audit_judge is not None else self.settings.audit_judge
         if spec is None:
             return None
@@ -236,7 +238,16 @@ class PolyEPOTrainer(GRPOTrainer):
                 f"audit_judge={spec!r}: the audit judge audits the training judge, and method {self.method.name!r} "
                 "has none. Drop audit_judge, or train with a method that judges (poly_epo, grpo_div, ...)."
             )
-        return self.settings.make_judge(spec)
+        pipeline = self.settings.make_judge(spec)
+        if check and isinstance(spec, str):
+            try:
+                pipeline.probe(PROBE_BUDGET_SECONDS)
+            except Exception as error:
+                raise ValueError(
+                    f"The audit judge (audit_judge={spec!r}) did not answer a probe group within "
+                    f"{PROBE_BUDGET_SECONDS:g}s: {error}. Fix it, drop audit_judge, or pass check_judge=False."
+                ) from None
+        return pipeline
 
     def start_line_judge(self, judge: Any) -> str:
         """The training judge as the audit's warnings name it."""
