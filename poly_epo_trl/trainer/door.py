@@ -80,9 +80,14 @@ def check_mapping_texts(args: Any) -> None:
     it: blank is refused (it would be dropped without a word), and text that is not a JSON object is refused with
     the field's name (transformers' json error names none); a ``*_kwargs`` field takes no other text, and
     ``PATH_OR_MAPPING`` fields may name a file."""
+    from trl import GRPOConfig
+
     hints = typing.get_type_hints(type(args))
+    theirs = {spec.name for spec in fields(GRPOConfig)}  # the fields this package adds check their own texts
     for spec in fields(args):
         value = getattr(args, spec.name)
+        if spec.name not in theirs:
+            continue
         takes_mapping = spec.name in PATH_OR_MAPPING or "dict" in str(hints.get(spec.name, ""))
         if not isinstance(value, str) or not takes_mapping or spec.name == "deepspeed":
             continue
