@@ -195,3 +195,16 @@ def test_dr_grpo_writes_its_groups_with_the_advantages_trl_trained_on(model_dir,
             expected = expected / (rewards.std() + 1e-4)
         assert record["advantages"] == pytest.approx(expected.tolist(), abs=1e-5)
     assert records[-1]["completions"] == run.last_set_batch.completions
+
+
+def test_an_audit_judge_that_cannot_answer_stops_before_training(model_dir, tmp_path):
+    """A spec for the audit judge is sent one probe group when the trainer is built, as the training judge is: a
+    server that is not there stops the run in one line naming the audit judge, not as failed audits later."""
+    spec = "openai:http://127.0.0.1:9/v1/judge-model"
+    with pytest.raises(ValueError, match=r"The audit judge \(audit_judge='openai:http://127\.0\.0\.1:9/v1/judge-mo"):
+        trainer(model_dir, tmp_path, audit_judge=spec, judge_retry_budget=1)
+    quiet = PolyEPOTrainer(
+        model=str(model_dir), reward_funcs=sum_pair_reward, train_dataset=toy_dataset(), judge=pair_judge,
+        args=small_config(tmp_path / "quiet", audit_judge=spec, judge_retry_budget=1), check_judge=False,
+    )  # fmt: skip
+    assert quiet.judging.auditor is not None  # check_judge=False: built, not probed
