@@ -23,7 +23,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from real_lm import ARMS, METHODS, Settings, compare, machine
+from real_lm import ARMS, METHODS, Settings, compare
+from real_lm_page import machine
 
 PROBE_SEED = 100  # a tuning seed: never a reported one
 

@@ -101,20 +101,6 @@ def measure_speeds(s: Settings, out: Path, steps: int) -> dict[str, Any]:
     return speeds
 
 
-def speeds_markdown(speeds: dict[str, Any]) -> list[str]:
-    """``speeds.json`` as the real-LM page shows it: a table of training, one of evaluation."""
-    lines = [f"Generation backends ({speeds['hardware']}, `real_lm_speed.py`, {speeds['steps']} steps each):", ""]
-    lines += ["| training generation | fine-tuning | steps per minute | median step |", "| --- | --- | --- | --- |"]
-    for row in speeds["training"]:
-        lines.append(
-            f"| {row['backend']} | {row['tuning']} | {row['steps_per_minute']:.2f} | {row['median_step']:.1f} s |"
-        )
-    lines += ["", "| held-out evaluation | completions per second | engine start |", "| --- | --- | --- |"]
-    for row in speeds["evaluation"]:
-        lines.append(f"| {row['backend']} | {row['per_second']:.1f} | {row['start']:.0f} s |")
-    return lines
-
-
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, required=True)

@@ -49,23 +49,13 @@ def is_module(name: str) -> bool:
     return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
 
 
-def run_time_nodes(tree: ast.AST):
-    """Every node of ``tree`` but those under ``if TYPE_CHECKING:`` (imports for annotations only)."""
-    for node in ast.iter_child_nodes(tree):
-        if isinstance(node, ast.If) and getattr(node.test, "id", getattr(node.test, "attr", None)) == "TYPE_CHECKING":
-            yield from (n for child in node.orelse for n in [child, *run_time_nodes(child)])
-            continue
-        yield node
-        yield from run_time_nodes(node)
-
-
-def imported_modules(path: Path, run_time: bool = False) -> set[str]:
-    """The modules of poly_epo_trl a module imports, anywhere in it (lazy imports too; with ``run_time``, not those
-    for annotations only): ``from x import y`` counts as importing ``x.y`` when that is a module, else ``x``."""
+def imported_modules(path: Path) -> set[str]:
+    """The modules of poly_epo_trl a module imports, anywhere in it (lazy imports and those for annotations too):
+    ``from x import y`` counts as importing ``x.y`` when that is a module, else ``x``."""
     package = module_name(path) if path.name == "__init__.py" else module_name(path).rpartition(".")[0]
     found = set()
     tree = ast.parse(path.read_text())
-    for node in run_time_nodes(tree) if run_time else ast.walk(tree):
+    for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.split(".")[: len(package.split(".")) - node.level + 1]
@@ -114,10 +104,30 @@ def test_no_module_imports_the_package_face_back(path):
 
 
 def test_no_two_modules_import_each_other():
-    """No cycle among the modules, counting every import statement that runs, wherever it is (a lazy import in a
-    function is still a dependency; one under ``if TYPE_CHECKING:`` never runs). A package's __init__ counts as the
-    module of that package."""
-    graph = {module_name(p): imported_modules(p, run_time=True) for p in PACKAGE.rglob("*.py")}
+    """No cycle among the modules, counting every import statement, wherever it is (a lazy import in a function is
+    still a dependency, and so is one under ``if TYPE_CHECKING:``: a reader follows it as the interpreter would). A
+    package's __init__ counts as the module of that package."""
+    assert_acyclic({module_name(p): imported_modules(p) for p in PACKAGE.rglob("*.py")})
+
+
+def test_no_two_benchmark_scripts_import_each_other():
+    """``benchmarks/``'s scripts import each other by file name (``from real_lm import ...``): no cycle among them,
+    lazy imports included."""
+    scripts = {p.stem: p for p in (PACKAGE.parent / "benchmarks").glob("*.py")}
+    graph = {}
+    for name, path in scripts.items():
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and not node.level and node.module in scripts:
+                found.add(node.module)
+            elif isinstance(node, ast.Import):
+                found |= {alias.name for alias in node.names if alias.name in scripts}
+        graph[name] = found - {name}
+    assert_acyclic(graph)
+
+
+def assert_acyclic(graph: dict[str, set[str]]) -> None:
+    """AssertionError naming a cycle of ``graph`` (each node: the nodes it imports), if it has one."""
     state: dict[str, int] = {}
 
     def visit(name: str, trail: list[str]) -> None:

@@ -9,11 +9,26 @@ import os
 import signal
 import time
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from .sandbox import SandboxLimits
+
+@dataclass(frozen=True)
+class SandboxLimits:
+    """Limits of one sandboxed program."""
+
+    timeout_seconds: float = 10.0
+    cpu_seconds: int = 10
+    memory_mb: int = 1024
+    file_size_mb: int = 16
+    tmp_size_mb: int = 64
+    max_processes: int = 32
+    max_output_bytes: int = 1 << 20
+
+    def __post_init__(self) -> None:
+        for name in ("timeout_seconds", "cpu_seconds", "memory_mb", "file_size_mb", "tmp_size_mb", "max_processes"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"SandboxLimits.{name} must be positive, got {getattr(self, name)}.")
 
 
 class Cgroups:

@@ -39,7 +39,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ._containment import kill_uid, processes_of_current_user, shared_cgroups
+from ._containment import SandboxLimits, kill_uid, processes_of_current_user, shared_cgroups
 
 HARNESS = Path(__file__).with_name("_harness.py")
 ISOLATION_MODES = ("bwrap", "rlimits")
@@ -55,24 +55,6 @@ _RUN_IDS = itertools.count()
 
 class SandboxUnavailable(RuntimeError):
     """The requested isolation cannot run on this machine; the message names the cause and the fix."""
-
-
-@dataclass(frozen=True)
-class SandboxLimits:
-    """Limits of one sandboxed program."""
-
-    timeout_seconds: float = 10.0
-    cpu_seconds: int = 10
-    memory_mb: int = 1024
-    file_size_mb: int = 16
-    tmp_size_mb: int = 64
-    max_processes: int = 32
-    max_output_bytes: int = 1 << 20
-
-    def __post_init__(self) -> None:
-        for name in ("timeout_seconds", "cpu_seconds", "memory_mb", "file_size_mb", "tmp_size_mb", "max_processes"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"SandboxLimits.{name} must be positive, got {getattr(self, name)}.")
 
 
 @dataclass
