@@ -289,3 +289,16 @@ def test_the_version_is_written_once_and_read_from_the_installed_metadata():
     setup.read(PACKAGE.parent / "setup.cfg")
     assert poly_epo_trl.__version__ == setup["metadata"]["version"]
     assert not any('__version__ = "' in p.read_text() for p in PACKAGE.rglob("*.py"))
+
+
+def test_no_method_file_imports_another():
+    """A method's file is its math and its declaration: it reads the shared rooms (``base``, ``settings``, ``floor``,
+    ``papers``, ``apply``), never another method's file."""
+    shared = {"base", "settings", "floor", "papers", "apply", "__init__"}
+    methods = PACKAGE / "methods"
+    names = {p.stem for p in methods.glob("*.py")} - shared
+    for path in methods.glob("*.py"):
+        if path.stem in shared:
+            continue
+        others = {m.rsplit(".", 1)[-1] for m in imported_modules(path) if m.startswith("poly_epo_trl.methods.")}
+        assert not others & names, f"methods/{path.name} imports {sorted(others & names)}"

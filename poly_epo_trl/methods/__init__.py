@@ -37,10 +37,9 @@ from .base import (
     get_method,
     setting_owners,
 )
-from .baselines import DiversitySettings
 from .pass_at_k import PassAtKSettings
 from .poly_epo import SetSettings
-from .settings import FITS_GROUP, Resolved, resolve_settings, shown_settings
+from .settings import FITS_GROUP, DiversitySettings, Resolved, resolve_settings, shown_settings
 
 __all__ = [
     "FITS_GROUP",

@@ -27,19 +27,7 @@ from dataclasses import dataclass, field
 import torch
 
 from .base import SetBatch, advantage_method
-
-DARLING_PAPER = {
-    "title": "Jointly Reinforcing Diversity and Quality in Language Model Generations",
-    "id": "2509.02534",
-    "citation": """\
-@article{li2025darling,
-    title        = {{Jointly Reinforcing Diversity and Quality in Language Model Generations}},
-    author       = {Li, Tianjian and Zhang, Yiming and Yu, Ping and Saha, Swarnadeep and Khashabi, Daniel and Weston,
-                    Jason and Lanchantin, Jack and Wang, Tianlu},
-    year         = 2025,
-    eprint       = {arXiv:2509.02534},
-}""",
-}
+from .papers import DARLING_PAPER
 
 
 @dataclass

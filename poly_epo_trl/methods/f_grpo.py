@@ -24,19 +24,7 @@ import torch
 
 from ..advantages import STD_EPSILON, std_normalised_advantages
 from .base import SetBatch, advantage_method
-
-F_GRPO_PAPER = {
-    "title": "F-GRPO: Don't Let Your Policy Learn the Obvious and Forget the Rare",
-    "id": "2602.06717",
-    "citation": """\
-@article{plyusov2026fgrpo,
-    title        = {{F-GRPO: Don't Let Your Policy Learn the Obvious and Forget the Rare}},
-    author       = {Plyusov, Daniil and Gorbatovski, Alexey and Shaposhnikov, Boris and Sinii, Viacheslav and
-                    Malakhov, Alexey and Korotyshova, Daria and Gavrilov, Daniil},
-    year         = 2026,
-    eprint       = {arXiv:2602.06717},
-}""",
-}
+from .papers import F_GRPO_PAPER
 
 
 @dataclass

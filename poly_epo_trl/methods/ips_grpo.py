@@ -30,21 +30,9 @@ import torch
 
 from ..advantages import STD_EPSILON, std_normalised_advantages
 from .base import SetBatch, advantage_method
+from .papers import IPS_PAPER
 
 IPS_SCOPES = ("correct", "all")
-
-IPS_PAPER = {
-    "title": "Expected Return Causes Outcome-Level Mode Collapse in Reinforcement Learning and How to Fix It with "
-    "Inverse Probability Scaling",
-    "id": "2601.21669",
-    "citation": """\
-@article{ips2026,
-    title        = {{Expected Return Causes Outcome-Level Mode Collapse in Reinforcement Learning and How to Fix It
-                    with Inverse Probability Scaling}},
-    year         = 2026,
-    eprint       = {arXiv:2601.21669},
-}""",
-}
 
 
 @dataclass

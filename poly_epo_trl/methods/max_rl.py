@@ -25,18 +25,7 @@ from dataclasses import dataclass
 import torch
 
 from .base import SetBatch, advantage_method
-
-MAX_RL_PAPER = {
-    "title": "Maximum Likelihood Reinforcement Learning",
-    "id": "2602.02710",
-    "citation": """\
-@article{tajwar2026maxrl,
-    title        = {{Maximum Likelihood Reinforcement Learning}},
-    author       = {Tajwar, Fahim and others},
-    year         = 2026,
-    eprint       = {arXiv:2602.02710},
-}""",
-}
+from .papers import MAX_RL_PAPER
 
 
 @dataclass

@@ -23,19 +23,8 @@ import torch
 from ..judges.answer import final_answer
 from ..text import final_text, normalize_answer
 from .base import SetBatch, bonus_method
-from .baselines import DiversitySettings
-
-OUTCOME_PAPER = {
-    "title": "Outcome-based Exploration for LLM Reasoning",
-    "id": "2509.06941",
-    "citation": """\
-@article{song2025outcome,
-    title        = {{Outcome-based Exploration for LLM Reasoning}},
-    author       = {Song, Yuda and Kempe, Julia and Munos, Remi},
-    year         = 2025,
-    eprint       = {arXiv:2509.06941},
-}""",
-}
+from .papers import OUTCOME_PAPER
+from .settings import DiversitySettings
 
 
 class OutcomeCounts:

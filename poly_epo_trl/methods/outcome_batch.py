@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import torch
 
 from .base import SetBatch, bonus_method
-from .novelty import OUTCOME_PAPER
+from .papers import OUTCOME_PAPER
 
 OUTCOME_BATCH_SCOPES = ("correct", "all")
 

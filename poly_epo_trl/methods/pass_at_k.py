@@ -17,20 +17,8 @@ from math import comb
 import torch
 
 from .base import SetBatch, advantage_method
+from .papers import PASS_AT_K_PAPER
 from .settings import AT_ONE, FITS_GROUP
-
-PASS_AT_K_PAPER = {
-    "title": "Pass@k Training for Adaptively Balancing Exploration and Exploitation of Large Reasoning Models",
-    "id": "2508.10751",
-    "citation": """\
-@article{chen2025passk,
-    title        = {{Pass@k Training for Adaptively Balancing Exploration and Exploitation of Large Reasoning Models}},
-    author       = {Chen, Zhipeng and Qin, Xiaobo and Wu, Youbin and Ling, Yue and Ye, Qinghao and Zhao, Wayne Xin
-                    and Shi, Guang},
-    year         = 2025,
-    eprint       = {arXiv:2508.10751},
-}""",
-}
 
 
 def group_advantages(correct: list[bool], k: int) -> list[float]:

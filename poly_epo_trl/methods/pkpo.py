@@ -28,19 +28,8 @@ import torch
 
 from ..advantages import PKPO_BASELINES, pkpo_advantages
 from .base import SetBatch, advantage_method
+from .papers import PKPO_PAPER
 from .settings import AT_ONE, FITS_GROUP
-
-PKPO_PAPER = {
-    "title": "Pass@K Policy Optimization: Solving Harder Reinforcement Learning Problems",
-    "id": "2505.15201",
-    "citation": """\
-@article{walder2025pkpo,
-    title        = {{Pass@K Policy Optimization: Solving Harder Reinforcement Learning Problems}},
-    author       = {Walder, Christian and Karkhanis, Deep},
-    year         = 2025,
-    eprint       = {arXiv:2505.15201},
-}""",
-}
 
 
 @dataclass

@@ -11,20 +11,8 @@ import torch
 
 from ..advantages import BUILTIN_OBJECTIVES, ESTIMATORS, OBJECTIVES, REDUCTIONS, marginal_set_advantages
 from .base import SetBatch, advantage_method
+from .papers import POLY_EPO_PAPER
 from .settings import AT_ONE, FITS_GROUP
-
-POLY_EPO_PAPER = {
-    "title": "Poly-EPO: Training Exploratory Reasoning Models",
-    "id": "2604.17654",
-    "citation": """\
-@article{orney2026polyepo,
-    title        = {{Poly-EPO: Training Exploratory Reasoning Models}},
-    author       = {Orney, Ifdita Hasan and Hamid, Jubayer Ibn and Ramanujam, Shreya S and Wu, Shirley and Hu, Hengyuan
-                    and Goodman, Noah and Sadigh, Dorsa and Finn, Chelsea},
-    year         = 2026,
-    eprint       = {arXiv:2604.17654},
-}""",
-}
 
 
 @dataclass

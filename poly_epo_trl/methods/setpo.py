@@ -32,19 +32,7 @@ import torch
 
 from ..judges.embedding import default_embedding_model
 from .base import SetBatch, advantage_method
-
-SETPO_PAPER = {
-    "title": "SetPO: Set-Level Policy Optimization for Diversity-Preserving LLM Reasoning",
-    "id": "2602.01062",
-    "citation": """\
-@article{li2026setpo,
-    title        = {{SetPO: Set-Level Policy Optimization for Diversity-Preserving LLM Reasoning}},
-    author       = {Li, Chenyi and Zhang, Yuan and Wang, Bo and Ma, Guoqing and Tang, Wei and Huang, Haoyang and
-                    Duan, Nan},
-    year         = 2026,
-    eprint       = {arXiv:2602.01062},
-}""",
-}
+from .papers import SETPO_PAPER
 
 
 @dataclass

@@ -20,6 +20,20 @@ FITS_GROUP = "fits_group"  # field marker: a size 1 <= n < N of the group's N ro
 AT_ONE = "at_one"  # field metadata: what the size 1 means for the method, said in the run's start-up line
 
 
+@dataclass
+class DiversitySettings:
+    """The weight of a diversity bonus's reward column (GRPO+DIV's, the novelty bonus's)."""
+
+    diversity_coef: float = field(
+        default=0.5,
+        metadata={"help": "lambda, the weight of the bonus column: reward + lambda x bonus. Paper: 0.5 (GRPO+DIV)."},
+    )
+
+    def check(self) -> None:
+        if self.diversity_coef < 0:
+            raise ValueError(f"diversity_coef must be non-negative, got {self.diversity_coef}.")
+
+
 @dataclass(frozen=True)
 class Resolved:
     """A method's settings (an instance of its dataclass; the run's settings for a method that declares none) and,

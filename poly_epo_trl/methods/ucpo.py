@@ -32,21 +32,10 @@ import torch
 
 from ..advantages import std_normalised_advantages
 from .base import SetBatch, advantage_method
+from .papers import UCPO_PAPER
 
 UCPO_EPSILON = 1e-8  # the released code's GRPO epsilon
 Q_FLOOR = 1e-6  # the released code's clamp of q before 1/q
-
-UCPO_PAPER = {
-    "title": "Uniform-Correct Policy Optimization: Breaking RLVR's Indifference to Diversity",
-    "id": "2605.00365",
-    "citation": """\
-@article{lochab2026ucpo,
-    title        = {{Uniform-Correct Policy Optimization: Breaking RLVR's Indifference to Diversity}},
-    author       = {Lochab, Anamika and Li, Bolian and Zhang, Ruqi},
-    year         = 2026,
-    eprint       = {arXiv:2605.00365},
-}""",
-}
 
 
 @dataclass

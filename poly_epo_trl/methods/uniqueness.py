@@ -27,19 +27,7 @@ import torch
 
 from ..advantages import STD_EPSILON, std_normalised_advantages
 from .base import SetBatch, advantage_method
-
-UNIQUENESS_PAPER = {
-    "title": "Rewarding the Rare: Uniqueness-Aware RL for Creative Problem Solving in LLMs",
-    "id": "2601.08763",
-    "citation": """\
-@article{hu2026rare,
-    title        = {{Rewarding the Rare: Uniqueness-Aware RL for Creative Problem Solving in LLMs}},
-    author       = {Hu, Zhiyuan and Wang, Yucheng and He, Yufei and Wu, Jiaying and Zhao, Yilun and Ng, See-Kiong and
-                    Breazeal, Cynthia and Luu, Anh Tuan and Park, Hae Won and Hooi, Bryan},
-    year         = 2026,
-    eprint       = {arXiv:2601.08763},
-}""",
-}
+from .papers import UNIQUENESS_PAPER
 
 
 @dataclass

@@ -26,20 +26,9 @@ import torch
 
 from ..advantages import std_normalised_advantages
 from .base import SetBatch, advantage_method
+from .papers import UNLIKELINESS_PAPER
 
 UNLIKELINESS_EPSILON = 1e-6  # the official code's GRPO epsilon
-
-UNLIKELINESS_PAPER = {
-    "title": "Rewarding the Unlikely: Lifting GRPO Beyond Distribution Sharpening",
-    "id": "2506.02355",
-    "citation": """\
-@article{he2025unlikely,
-    title        = {{Rewarding the Unlikely: Lifting GRPO Beyond Distribution Sharpening}},
-    author       = {He, Andre Wang and Fried, Daniel and Welleck, Sean},
-    year         = 2025,
-    eprint       = {arXiv:2506.02355},
-}""",
-}
 
 
 @dataclass
