@@ -564,16 +564,16 @@ class PolyEPOTrainer(GRPOTrainer):
             output = replace_advantages(output, self.step.advantages, process, logged)
             self.step.advantages = None
         elif self.method.kind == "none" and self.step is not None and self.step.batch is not None:
-            self.record_grpo_advantages(self.step.batch)
+            self.record_grpo_advantages(self.step.batch, output["advantages"])
         self.log_metric(self.mode_and_group_size()[0], "time/rollout", time.perf_counter() - began)
         return output
 
-    def record_grpo_advantages(self, batch: SetBatch) -> None:
-        """Dr.GRPO's groups into the audit trail with the advantages TRL trained on: the whole batch's, the newest
-        entries of TRL's completions-table log (all processes' rows, in the batch's order)."""
+    def record_grpo_advantages(self, batch: SetBatch, local: torch.Tensor) -> None:
+        """Dr.GRPO's groups into the audit trail with the advantages TRL trained on: each process's slice
+        (``local``, TRL's output) gathered in process order, the batch's order."""
         if torch.isnan(batch.advantages).all():
-            logged = list(self._logs["advantages"])[-batch.rewards.numel() :]
-            batch.advantages = torch.tensor(logged, dtype=batch.rewards.dtype).view_as(batch.rewards)
+            gathered = steps.to_host(self.accelerator.gather(local.detach()))
+            batch.advantages = gathered.to(batch.rewards.dtype).view_as(batch.rewards)
             self.audit.record(batch, self.state.global_step, judged=False)
 
     def mode_and_group_size(self) -> tuple[str, int]:
