@@ -39,7 +39,7 @@ mypackage.mymodule:cluster_scaled`` with nothing registered, and sets ``power: 2
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import MISSING, dataclass, field, fields, is_dataclass
 from typing import Any, Protocol
 
@@ -213,85 +213,32 @@ METHODS: Registry[Method] = Registry(
 """Advantage methods by name: recipes' ``trainer:``, ``PolyEPOTrainer(method=...)``."""
 
 
-def _method_decorator(kind: str, name: str | None, **options: Any) -> Callable[[Callable[..., Any]], Method]:
+def method(kind: str, name: str | None = None, **options: Any) -> Callable[[Callable[..., Any]], Method]:
+    """The one decorator: ``fn`` as a ``Method`` of ``kind`` ("advantage" or "bonus") with ``options`` (``Method``'s
+    fields: ``needs_judge``, ``settings``, ``label``, ``state``, ``describe``, ``tags``, ``paper``, ``reads_floor``,
+    ``reads_logprobs``, ``owns_scaling``; a bonus's ``column``, by default its name, and ``weight``), registered as
+    ``name`` when given (without a name it is reachable by its import path only)."""
+
     def decorate(fn: Callable[..., Any]) -> Method:
         method_name = name or fn.__name__
-        method = Method(method_name, kind, fn, label=options.pop("label", None) or method_name, **options)
-        return METHODS.register(method_name)(method) if name is not None else method
+        extra = {"column": options.pop("column", None) or method_name} if kind == "bonus" else {}
+        options["tags"] = tuple(options.get("tags", ()))
+        found = Method(method_name, kind, fn, label=options.pop("label", None) or method_name, **extra, **options)
+        return METHODS.register(method_name)(found) if name is not None else found
 
     return decorate
 
 
-def advantage_method(
-    name: str | None = None,
-    *,
-    needs_judge: bool = True,
-    settings: type | None = None,
-    label: str | None = None,
-    state: Callable[[], MethodState] | None = None,
-    describe: Callable[[Any], str] | None = None,
-    tags: Sequence[str] = (),
-    paper: Mapping[str, str] | None = None,
-    reads_floor: bool = False,
-    reads_logprobs: bool = False,
-    owns_scaling: bool = False,
-) -> Callable[[Callable[..., Any]], Method]:
-    """Decorator: ``fn(batch, settings) -> advantages [G, N]`` (or ``(advantages, metrics)``; with ``state``:
-    ``fn(batch, settings, state)``) as a method that replaces GRPO's advantage, registered as ``name`` when given
-    (without a name it is reachable by its import path only); ``settings``: the dataclass of its own settings."""
-    return _method_decorator(
-        "advantage",
-        name,
-        needs_judge=needs_judge,
-        settings=settings,
-        label=label,
-        state=state,
-        describe=describe,
-        tags=tuple(tags),
-        paper=paper,
-        reads_floor=reads_floor,
-        reads_logprobs=reads_logprobs,
-        owns_scaling=owns_scaling,
-    )
+def advantage_method(name: str | None = None, **options: Any) -> Callable[[Callable[..., Any]], Method]:
+    """``method("advantage", ...)``: ``fn(batch, settings) -> advantages [G, N]`` (or ``(advantages, metrics)``;
+    with ``state``: ``fn(batch, settings, state)``) in place of GRPO's advantage."""
+    return method("advantage", name, **options)
 
 
-def bonus_method(
-    name: str | None = None,
-    *,
-    column: str | None = None,
-    weight: float | str = 1.0,
-    needs_judge: bool = True,
-    settings: type | None = None,
-    label: str | None = None,
-    state: Callable[[], MethodState] | None = None,
-    describe: Callable[[Any], str] | None = None,
-    tags: Sequence[str] = (),
-    paper: Mapping[str, str] | None = None,
-    reads_floor: bool = False,
-    reads_logprobs: bool = False,
-) -> Callable[[Callable[..., Any]], Method]:
-    """Decorator: ``fn(batch, settings) -> bonus [G, N]`` as a method that adds a reward column (``column``, by
-    default the method's name) of weight ``weight`` (a number, or the name of the setting that holds it), GRPO's
-    advantage computed on the total."""
-
-    def decorate(fn: Callable[..., Any]) -> Method:
-        return _method_decorator(
-            "bonus",
-            name,
-            column=column or name or fn.__name__,
-            weight=weight,
-            needs_judge=needs_judge,
-            settings=settings,
-            label=label,
-            state=state,
-            describe=describe,
-            tags=tuple(tags),
-            paper=paper,
-            reads_floor=reads_floor,
-            reads_logprobs=reads_logprobs,
-        )(fn)
-
-    return decorate
+def bonus_method(name: str | None = None, **options: Any) -> Callable[[Callable[..., Any]], Method]:
+    """``method("bonus", ...)``: ``fn(batch, settings) -> bonus [G, N]``, a reward column (``column``) of weight
+    ``weight`` (a number, or the name of the setting that holds it), GRPO's advantage computed on the total."""
+    return method("bonus", name, **options)
 
 
 def setting_owners() -> dict[str, list[str]]:
