@@ -89,3 +89,22 @@ def test_the_citation_file_validates_against_the_citation_file_format_schema():
     without_authors = {k: v for k, v in citation.items() if k != "authors"}
     with pytest.raises(jsonschema.ValidationError, match="'authors' is a required property"):
         jsonschema.validate(without_authors, schema)
+
+
+def test_the_pages_give_the_fast_tiers_test_count():
+    """README, quickstart and development page say how many tests ``make test`` runs: the count pytest collects for
+    the fast tier (a clone's run collects the same; tests that need CI's data skip, collected)."""
+    import subprocess
+    import sys
+
+    marker = "not slow and not engines and not vllm"
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "-m", marker],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    found = re.search(r"^(\d+)(?:/\d+)? tests? collected", done.stdout, flags=re.M)
+    assert found, done.stdout[-2000:]
+    count = found.group(1)
+    for page in ("README.md", "docs/pages/quickstart.md", "docs/pages/development.md"):
+        text = (ROOT / page).read_text()
+        assert f"{count} tests" in text, f"{page} does not say the fast tier's {count} tests"
