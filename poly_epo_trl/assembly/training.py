@@ -42,11 +42,11 @@ from ..rewards.checks import empty_cell_refusal, empty_cells, missing_columns, t
 from ..tasks import load_rows
 from ..trainer import PolyEPOConfig
 from ..trainer.engines import precision_mismatch
+from ..trainer.judge_audit import nothing_to_audit
 from ..trainer.resume import complete_checkpoints, identity_mismatch, incomplete_reason
 from .shared import check_output_dir, is_main_process, load_tokenizer, resolve_rewards
 
 logger = logging.getLogger(__name__)
-PROBE_BUDGET_SECONDS = 15.0
 
 
 @dataclass
@@ -180,16 +180,14 @@ class TrainingParts:
     audit_judge: JudgePipeline | None = None  # the audit judge, built (and probed) at the door; None without one
 
 
-def check_judge(judge: JudgePipeline, budget: float = PROBE_BUDGET_SECONDS, key: str = "judge") -> None:
-    """One probe group (``JudgePipeline.probe``): a judge (``key``: the training judge, or ``audit_judge``) that
-    cannot answer stops the run before the model loads."""
+def check_judge(judge: JudgePipeline, who: str = "The judge") -> None:
+    """One probe group (``JudgePipeline.check_answers``): a judge that cannot answer stops the run before the model
+    loads."""
     try:
-        judge.probe(budget)
-    except Exception as error:
-        name = "The judge" if key == "judge" else f"The audit judge ({key})"
+        judge.check_answers(who)
+    except ValueError as error:
         raise RecipeError(
-            f"{name} did not answer a probe group within {budget:g}s: {error}. Or choose another judge, or set "
-            "check_judge: false to rely on judge_fallback."
+            f"{error} Or choose another judge, or set check_judge: false to rely on judge_fallback."
         ) from None
 
 
@@ -383,16 +381,13 @@ def assemble_training(
             check_judge(judge)
     if training_args.audit_judge is not None:
         if not method.needs_judge:
-            raise RecipeError(
-                f"audit_judge={training_args.audit_judge!r}: the audit judge audits the training judge, and "
-                f"trainer={script_args.trainer!r} has none. Drop audit_judge, or train with a method that judges."
-            )
+            raise RecipeError(nothing_to_audit(training_args.audit_judge, script_args.trainer))
         try:
             audit_judge = training_args.make_judge(training_args.audit_judge)
         except (ValueError, ImportError) as error:
             raise RecipeError(f"audit_judge={training_args.audit_judge!r}: {error}") from None
         if script_args.check_judge:
-            check_judge(audit_judge, key=f"audit_judge={training_args.audit_judge!r}")
+            check_judge(audit_judge, f"The audit judge (audit_judge={training_args.audit_judge!r})")
     eval_rows = None
     if script_args.eval_dataset_name:
         eval_steps = training_args.eval_steps

@@ -21,6 +21,7 @@ logger = logging.getLogger(__name__)
 FALLBACKS = ("distinct", "grpo", "skip", "raise")
 FALLBACK_WARNING_SECONDS = 60.0
 PROBE = ("What is 2 + 3?", ["2 + 3 = 5, so the answer is \\boxed{5}.", "Counting on from 2: 3, 4, 5. \\boxed{5}"])
+PROBE_BUDGET_SECONDS = 15.0  # how long a judge's service may take to answer the probe group before training
 
 
 @dataclass
@@ -131,6 +132,14 @@ class JudgePipeline:
         )
         labels = distinct_labels(size, self.degenerate_cluster_id) if self.fallback == "distinct" else None
         return JudgeResult(labels, self.judge.name, self.fallback, self.last_failure, seconds=seconds)
+
+    def check_answers(self, who: str = "The judge", budget: float = PROBE_BUDGET_SECONDS) -> None:
+        """``probe`` before training, every entry point's one check: ValueError "``who`` did not answer a probe group
+        within ``budget`` s: <why>." where the judge cannot answer (the caller adds what to set)."""
+        try:
+            self.probe(budget)
+        except Exception as error:
+            raise ValueError(f"{who} did not answer a probe group within {budget:g}s: {error}.") from None
 
     def probe(self, budget: float) -> None:
         """Judge one probe group with the judge alone: no chain, no fallback, no waiting out an outage, and its

@@ -32,6 +32,14 @@ WARN_AGAIN = 10  # audits between two warnings of one lasting disagreement
 PARTED = "_audits_parted_in_a_row"  # the count of audits in a row whose distinct counts parted, in the state files
 
 
+def nothing_to_audit(spec: Any, method: str) -> str:
+    """The refusal of an audit judge for a method without a training judge (the recipe's door and the trainer's)."""
+    return (
+        f"audit_judge={spec!r}: the audit judge audits the training judge, and trainer={method!r} has none. Drop "
+        "audit_judge, or train with a method that judges (poly_epo, grpo_div, ...)."
+    )
+
+
 class AuditJudging:
     """The audit judge of a run (``pipeline``) beside its training judge (named ``train_judge``), its settings from
     ``settings`` (``audit_*``), handed what it uses: the ``accelerator`` and ``log_metric(mode, name, value)``."""

@@ -54,7 +54,7 @@ from .config import (
 )
 from .engines import save_config_beside_shards
 from .inputs import check_keywords, check_reward_columns, checked_dataset
-from .judge_audit import AuditJudging
+from .judge_audit import AuditJudging, nothing_to_audit
 from .judging import GroupJudging
 from .keeper import LongRunKeeper, Resumable
 from .logprobs import old_logps_computed
@@ -74,7 +74,6 @@ TRL_DEPRECATION = r"`is_gradient_checkpointing` is deprecated"
 TRL_RESUMED = ("_step", "_buffered_inputs")
 METHOD_STATE = "method_state"  # a method's state across steps, under this name in the checkpoints' state files
 REWARD_FLOOR = "reward_floor"  # the run's reward floor, under this name in the checkpoints' state files
-PROBE_BUDGET_SECONDS = 15.0  # as a recipe's judge probe
 
 
 class PolyEPOTrainer(GRPOTrainer):
@@ -216,11 +215,10 @@ class PolyEPOTrainer(GRPOTrainer):
         pipeline = self.settings.make_judge(judge, tools=tools)
         if check and (judge is None or isinstance(judge, str)):
             try:
-                pipeline.probe(PROBE_BUDGET_SECONDS)
-            except Exception as error:
+                pipeline.check_answers()
+            except ValueError as error:
                 raise ValueError(
-                    f"The judge did not answer a probe group within {PROBE_BUDGET_SECONDS:g}s: {error}. Fix the "
-                    "judge, or pass check_judge=False to rely on judge_fallback."
+                    f"{error} Fix the judge, or pass check_judge=False to rely on judge_fallback."
                 ) from None
         return pipeline
 
@@ -234,19 +232,13 @@ class PolyEPOTrainer(GRPOTrainer):
         if spec is None:
             return None
         if not self.method.needs_judge:
-            raise ValueError(
-                f"audit_judge={spec!r}: the audit judge audits the training judge, and method {self.method.name!r} "
-                "has none. Drop audit_judge, or train with a method that judges (poly_epo, grpo_div, ...)."
-            )
+            raise ValueError(nothing_to_audit(spec, self.method.name))
         pipeline = self.settings.make_judge(spec)
         if check and isinstance(spec, str):
             try:
-                pipeline.probe(PROBE_BUDGET_SECONDS)
-            except Exception as error:
-                raise ValueError(
-                    f"The audit judge (audit_judge={spec!r}) did not answer a probe group within "
-                    f"{PROBE_BUDGET_SECONDS:g}s: {error}. Fix it, drop audit_judge, or pass check_judge=False."
-                ) from None
+                pipeline.check_answers(f"The audit judge (audit_judge={spec!r})")
+            except ValueError as error:
+                raise ValueError(f"{error} Fix it, drop audit_judge, or pass check_judge=False.") from None
         return pipeline
 
     def start_line_judge(self, judge: Any) -> str:
