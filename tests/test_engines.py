@@ -52,7 +52,7 @@ VARIANTS = {
     "poly_epo": [],
     "lora": ["--use_peft", "true", "--lora_r", "8", "--lora_alpha", "16"],
     "grpo_div": ["--trainer", "grpo_div", "--audit_judge", "answer", "--audit_every", "2"],
-    "ucpo": ["--trainer", "ucpo"],  # the log-prob door: each process's sums and lengths gathered into the batch
+    "ucpo": ["--trainer", "ucpo"],  # the log-prob channel: each process's sums and lengths gathered into the batch
 }
 STEPS, SAVE_EVERY = 6, 3
 # 6 steps of 2 x 16 rows (4 groups of 8), a checkpoint every 3 steps
@@ -229,7 +229,7 @@ def runs(tmp_path_factory) -> dict:
 
 # Every engine with the full model and LoRA; under ZeRO-3, the engine furthest from DDP, GRPO+DIV (the same trainer,
 # another advantage: nothing an engine sees differs) with an audit judge (its verdicts gathered from both processes),
-# and UCPO (the log-prob door's forward pass over sharded parameters, its sums gathered from both processes)
+# and UCPO (the log-prob channel's forward pass over sharded parameters, its sums gathered from both processes)
 SHARDED = [("zero2", "poly_epo"), ("zero2", "lora"), ("zero3", "poly_epo"), ("zero3", "lora"), ("zero3", "grpo_div"),
            ("zero3", "ucpo"), ("fsdp2", "poly_epo"), ("fsdp2", "lora")]  # fmt: skip
 

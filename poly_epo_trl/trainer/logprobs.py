@@ -1,4 +1,4 @@
-"""The log-prob door: each completion's summed token log-probability under the policy that sampled it, and its
+"""The log-prob channel: each completion's summed token log-probability under the policy that sampled it, and its
 token count, for the methods that read them (``Method.reads_logprobs``) and only for those.
 
 Taken from what TRL already computed, where it did:

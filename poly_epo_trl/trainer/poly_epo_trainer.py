@@ -465,7 +465,7 @@ class PolyEPOTrainer(GRPOTrainer):
 
     def _get_per_token_logps_and_entropies(self, model, *args, **kwargs):
         """TRL's log-probabilities; the first pass after a generation that TRL makes for its old_per_token_logps is
-        kept for the log-prob door (``trainer.logprobs``), so a method that reads them costs no second pass."""
+        kept for the log-prob channel (``trainer.logprobs``), so a method that reads them costs no second pass."""
         result = super()._get_per_token_logps_and_entropies(model, *args, **kwargs)
         if self.step is not None and self.step.awaiting_old_logps and model is self.model:
             self.step.awaiting_old_logps = False

@@ -22,7 +22,7 @@ logger = logging.getLogger(__name__)
 
 @dataclass
 class Generated:
-    """What TRL's ``_generate`` returned besides the decoded texts, as the judge and the log-prob door read it: this
+    """What TRL's ``_generate`` returned besides the decoded texts, as the judge and the log-prob channel read it: this
     process's prompt and completion token ids, the ``env_mask`` (1 on the model's tokens, 0 on the environment's;
     None without one), a ``rollout_func``'s extra fields, and the per-token sampling log-probabilities vLLM returned
     (None for transformers generation)."""
@@ -59,14 +59,14 @@ class Step:
     """A generation batch in ``mode`` ("train" or "eval") with groups of ``group_size``: ``pending`` from
     ``_generate`` (None for groups of one, or without a judge), ``batch`` and ``advantages`` (all processes' rows,
     flat; None keeps TRL's own) from ``_calculate_rewards``. The batch and the advantages live on the host. For a
-    method that reads log-probabilities, what the log-prob door reads (``trainer.logprobs``)."""
+    method that reads log-probabilities, what the log-prob channel reads (``trainer.logprobs``)."""
 
     mode: str
     group_size: int
     pending: PendingJudge | None = None
     batch: SetBatch | None = None
     advantages: torch.Tensor | None = None
-    generated: Generated | None = None  # this process's ids (and vLLM's log-probs), for the log-prob door
+    generated: Generated | None = None  # this process's ids (and vLLM's log-probs), for the log-prob channel
     awaiting_old_logps: bool = False  # TRL's next log-prob pass is its old_per_token_logps, to be kept
     old_logps: torch.Tensor | None = None  # TRL's old_per_token_logps of this process's rows, where it computed them
 

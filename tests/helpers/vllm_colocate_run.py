@@ -38,7 +38,7 @@ from poly_epo_trl.trainer.engines import engine_of
 
 
 class UCPOTrainer(PolyEPOTrainer):
-    """UCPO (which reads each completion's sampling log-probability through the log-prob door), recording at each
+    """UCPO (which reads each completion's sampling log-probability through the log-prob channel), recording at each
     loss the door's sums and TRL's old_per_token_logps (the policy at the step the batch was sampled, which TRL
     computes under vLLM) summed over the completion mask, by completion text."""
 

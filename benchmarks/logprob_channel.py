@@ -1,9 +1,9 @@
-"""What the log-prob door costs a step: the real-LM benchmark's recipe (SmolLM2-135M-Instruct, names by initial, 8
+"""What the log-prob channel costs a step: the real-LM benchmark's recipe (SmolLM2-135M-Instruct, names by initial, 8
 prompts x 8 rollouts) trained a few steps with Dr.GRPO and with a method that reads each completion's sampling
 log-probability (UCPO, unlikeliness), each in a process of its own on every core; the median step and the median
 ``time/logprobs`` (the door's one no-grad pass, with transformers generation), the first step left out.
 
-    python benchmarks/logprob_door.py [--steps 6] [--methods grpo ucpo unlikeliness] [--out DIR]
+    python benchmarks/logprob_channel.py [--steps 6] [--methods grpo ucpo unlikeliness] [--out DIR]
 
 Prints one line per method and the ratio of each step to Dr.GRPO's, measured in this one run. With vLLM generation
 the door reads the sampling log-probabilities vLLM returns and makes no pass of its own.
@@ -54,7 +54,7 @@ def main() -> None:
     parser.add_argument("--methods", nargs="+", default=["grpo", "ucpo", "unlikeliness"])
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
-    out = args.out or Path(tempfile.mkdtemp(prefix="logprob-door-"))
+    out = args.out or Path(tempfile.mkdtemp(prefix="logprob-channel-"))
     start = warm_start(Settings(), out)
     results = {method: timed(method, args.steps, start, out / method) for method in args.methods}
     base = results[args.methods[0]]["step"]
@@ -64,7 +64,7 @@ def main() -> None:
             f"  {method:14s} step {r['step']:.2f} s ({r['step'] / base:.3f}x {args.methods[0]}'s), "
             f"the door {1000 * r['logprobs']:.0f} ms"
         )
-    (out / "logprob_door.json").write_text(json.dumps({"hardware": hardware(), "results": results}, indent=1))
+    (out / "logprob_channel.json").write_text(json.dumps({"hardware": hardware(), "results": results}, indent=1))
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""The log-prob door: each completion's summed log-probability under the policy that sampled it, and its length, for
+"""The log-prob channel: each completion's summed log-probability under the policy that sampled it, and its length, for
 the methods that read them; taken from TRL's own old_per_token_logps where TRL computed them, else one no-grad pass;
 recorded in the audit trail with everything else a method read, so that its advantages can be recomputed."""
 
