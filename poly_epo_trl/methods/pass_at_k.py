@@ -11,14 +11,14 @@ of k all succeed or all fail (sigma = 0) gets 0. It is the marginal set advantag
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from math import comb
 
 import torch
 
 from .base import SetBatch, advantage_method
 from .papers import PASS_AT_K_PAPER
-from .settings import AT_ONE, FITS_GROUP
+from .settings import size_field
 
 
 def group_advantages(correct: list[bool], k: int) -> list[float]:
@@ -39,20 +39,11 @@ def group_advantages(correct: list[bool], k: int) -> list[float]:
 class PassAtKSettings:
     """Pass@k Training's k."""
 
-    set_size: int = field(
-        default=4,
-        metadata={
-            "help": "k, the size of the sets whose pass@k is trained for (left unset: 4, or N - 1 for a group of N "
-            "<= 4).",
-            FITS_GROUP: True,
-            AT_ONE: "pass@1 is the mean reward, so the advantage is GRPO's, std-normalised, on correct or not; "
-            "num_generations of 3 or more gives k = 2",
-        },
+    set_size: int = size_field(
+        "k, the size of the sets whose pass@k is trained for (left unset: 4, or N - 1 for a group of N <= 4).",
+        "pass@1 is the mean reward, so the advantage is GRPO's, std-normalised, on correct or not; "
+        "num_generations of 3 or more gives k = 2",
     )
-
-    def check(self) -> None:
-        if self.set_size < 1:
-            raise ValueError(f"set_size={self.set_size}: k is at least 1.")
 
 
 def describe(settings: PassAtKSettings) -> str:

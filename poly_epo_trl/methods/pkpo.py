@@ -29,22 +29,17 @@ import torch
 from ..advantages import PKPO_BASELINES, pkpo_advantages
 from .base import SetBatch, advantage_method
 from .papers import PKPO_PAPER
-from .settings import AT_ONE, FITS_GROUP
+from .settings import size_field
 
 
 @dataclass
 class PKPOSettings:
     """PKPO's k and baseline."""
 
-    set_size: int = field(
-        default=4,
-        metadata={
-            "help": "k, the number of samples whose best reward is optimised (left unset: 4, or N - 1 for a group of "
-            "N <= 4).",
-            FITS_GROUP: True,
-            AT_ONE: "the best of one sample is its reward, so PKPO trains on each rollout's reward, mean-centred "
-            "(the k - 1 baseline of a set of none is taken as the mean); num_generations of 3 or more gives k = 2",
-        },
+    set_size: int = size_field(
+        "k, the number of samples whose best reward is optimised (left unset: 4, or N - 1 for a group of N <= 4).",
+        "the best of one sample is its reward, so PKPO trains on each rollout's reward, mean-centred "
+        "(the k - 1 baseline of a set of none is taken as the mean); num_generations of 3 or more gives k = 2",
     )
     pkpo_baseline: str = field(
         default="loo_minus_one",
@@ -55,8 +50,6 @@ class PKPOSettings:
     )
 
     def check(self) -> None:
-        if self.set_size < 1:
-            raise ValueError(f"set_size={self.set_size}: k is at least 1.")
         if self.pkpo_baseline not in PKPO_BASELINES:
             raise ValueError(f"pkpo_baseline={self.pkpo_baseline!r}: use one of {PKPO_BASELINES}.")
 

@@ -12,7 +12,7 @@ import torch
 from ..advantages import BUILTIN_OBJECTIVES, ESTIMATORS, OBJECTIVES, REDUCTIONS, marginal_set_advantages
 from .base import SetBatch, advantage_method
 from .papers import POLY_EPO_PAPER
-from .settings import AT_ONE, FITS_GROUP
+from .settings import size_field
 
 
 @dataclass
@@ -20,15 +20,11 @@ class SetSettings:
     """Poly-EPO's own settings: the sets, their objective and how the marginal set advantage is computed. Fields of
     ``PolyEPOConfig`` too (so a recipe's method switches with its ``trainer:`` line alone)."""
 
-    set_size: int = field(
-        default=4,
-        metadata={
-            "help": "Set size n; sets are all C(N, n) subsets of a group (left unset: 4, or N - 1 for a group of N <= "
-            "4, said in the log). Paper: 4.",
-            FITS_GROUP: True,
-            AT_ONE: "a set of one rollout holds no diversity, so Poly-EPO's advantage is Dr.GRPO's on the mean "
-            "reward (a degenerate rollout's reward counted as 0); num_generations of 3 or more gives sets of 2",
-        },
+    set_size: int = size_field(
+        "Set size n; sets are all C(N, n) subsets of a group (left unset: 4, or N - 1 for a group of N <= "
+        "4, said in the log). Paper: 4.",
+        "a set of one rollout holds no diversity, so Poly-EPO's advantage is Dr.GRPO's on the mean "
+        "reward (a degenerate rollout's reward counted as 0); num_generations of 3 or more gives sets of 2",
     )
     set_objective: str = field(
         default="polychromic",
@@ -67,8 +63,6 @@ class SetSettings:
         """ValueError naming the setting, its value and what to set, for one out of range."""
         if self.set_objective not in BUILTIN_OBJECTIVES:
             OBJECTIVES.get(self.set_objective)  # ValueError naming what can be named
-        if self.set_size < 1:
-            raise ValueError(f"set_size={self.set_size}: a set holds at least 1 rollout (the paper's n is 4).")
         if self.set_reduction not in REDUCTIONS:
             raise ValueError(f"set_reduction must be one of {REDUCTIONS}, got {self.set_reduction!r}.")
         if self.set_estimator not in ESTIMATORS:

@@ -20,6 +20,13 @@ FITS_GROUP = "fits_group"  # field marker: a size 1 <= n < N of the group's N ro
 AT_ONE = "at_one"  # field metadata: what the size 1 means for the method, said in the run's start-up line
 
 
+def size_field(help: str, at_one: str, default: int = 4) -> Any:
+    """A method's size that must fit the group (``set_size``: Poly-EPO's n, the pass@k methods' k), declared once:
+    ``default`` (fitted to N - 1 for a group of N that cannot hold it, said in the log), what it means at 1
+    (``at_one``); the resolver checks 1 <= value (< N, given a group)."""
+    return field(default=default, metadata={"help": help, FITS_GROUP: True, AT_ONE: at_one})
+
+
 @dataclass
 class DiversitySettings:
     """The weight of a diversity bonus's reward column (GRPO+DIV's, the novelty bonus's)."""
@@ -104,6 +111,8 @@ def resolve_settings(
         if callable(getattr(settings, "check", None)):
             settings.check()
         for spec in fields(method.settings):
+            if spec.metadata.get(FITS_GROUP) and values[spec.name] < 1:
+                raise ValueError(f"{spec.name}={values[spec.name]}: a size is at least 1 (the papers' is 4).")
             if spec.metadata.get(FITS_GROUP) and spec.name in given and num_generations is not None:
                 check_fits_group(spec.name, values[spec.name], num_generations)
     except (TypeError, ValueError) as error:
