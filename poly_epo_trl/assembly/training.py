@@ -276,10 +276,10 @@ def model_module_names(model: str | None) -> list[str] | None:
 
     try:
         config = AutoConfig.from_pretrained(resolve_model(model) if model else model)
-    except (OSError, ValueError):
+        with torch.device("meta"):
+            built = AutoModelForCausalLM.from_config(config)
+    except (OSError, ValueError, KeyError, ImportError):  # not here, or code of its own: PEFT checks it at load
         return None
-    with torch.device("meta"):
-        built = AutoModelForCausalLM.from_config(config)
     return [name for name, _ in built.named_modules()]
 
 
