@@ -8,7 +8,6 @@ import importlib.util
 import json
 import logging
 import os
-import shutil
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -28,10 +27,7 @@ from ..data import (
     refuse_training_rows,
 )
 from ..environments import AgentArguments, agent_parts, agent_tools, check_environment_column, check_tool_template
-from ..evaluation.callback import PassAtKCallback
-from ..evaluation.episodes import Agent
-from ..evaluation.sampling import SamplingSettings
-from ..evaluation.scoring import VOTE_MODES, Scorer
+from ..evaluation.scoring import VOTE_MODES
 from ..judges import JudgePipeline
 from ..judges.prompts import describe_tools
 from ..methods import get_method, resolve_settings
@@ -43,8 +39,8 @@ from ..tasks import load_rows
 from ..trainer import PolyEPOConfig
 from ..trainer.engines import precision_mismatch
 from ..trainer.judge_audit import nothing_to_audit
-from ..trainer.resume import complete_checkpoints, identity_mismatch, incomplete_reason
-from .shared import check_output_dir, is_main_process, load_tokenizer, resolve_rewards
+from .resume import check_resume_from
+from .shared import check_output_dir, load_tokenizer, resolve_rewards
 
 logger = logging.getLogger(__name__)
 
@@ -481,73 +477,6 @@ def hub_dataset_name(script_args: ScriptArguments) -> str | None:
     return name
 
 
-def held_out_scoring(
-    parts: TrainingParts,
-    training_args: PolyEPOConfig,
-    num_samples: int,
-    seed: int | None = None,
-    vote_answer: str = "auto",
-) -> tuple[Scorer, SamplingSettings]:
-    """How held-out problems are evaluated: the recipe's rewards, reward weights and judge, majority vote by
-    ``vote_answer``, and ``num_samples`` samples per problem at its completion length and temperature, seeded with
-    ``seed`` (default: the recipe's)."""
-    settings = SamplingSettings(
-        num_samples=num_samples,
-        max_new_tokens=training_args.max_completion_length,
-        temperature=training_args.temperature,
-        seed=training_args.seed if seed is None else seed,
-    )
-    return Scorer(parts.reward_funcs, training_args.reward_weights, parts.judge, vote_answer), settings
-
-
-def held_out_agent(parts: TrainingParts, training_args: PolyEPOConfig) -> Agent | None:
-    """How held-out episodes are played, as training plays them (None for a plain policy)."""
-    if not parts.agent:
-        return None
-    factory, tools = parts.agent.get("environment_factory"), parts.agent.get("tools", [])
-    return Agent(factory, tools, training_args.max_tool_calling_iterations)
-
-
-def held_out_summary(trainer: Any, parts: TrainingParts, samples: int, parsed: tuple, seed: int) -> dict[str, Any]:
-    """``evaluation.report.summarize`` of ``samples`` per held-out problem of ``parts`` (a recipe's
-    ``eval_dataset_name``) by ``trainer``'s model, sampled with ``seed`` and scored as the recipe's in-training
-    evaluation scores (its rewards, judge and majority vote; ``parsed``: the recipe's three configs); for an agent,
-    episodes played as training plays them."""
-    from ..evaluation.episodes import EpisodeSampler
-    from ..evaluation.report import summarize
-    from ..evaluation.runner import episode_metrics, policy_metrics
-
-    script_args, config, _ = parsed
-    rows, indices = parts.eval_rows, range(len(parts.eval_rows))
-    scorer, settings = held_out_scoring(parts, config, samples, seed, script_args.eval_vote_answer)
-    agent, threshold = held_out_agent(parts, config), config.correct_reward_threshold
-    if agent is None:
-        metrics = policy_metrics(trainer.model, trainer.processing_class, rows, indices, scorer, settings, threshold)
-    else:
-        sampler = EpisodeSampler.for_trainer(trainer, settings, agent)
-        metrics = episode_metrics(sampler, rows, indices, scorer, threshold)
-    return summarize(metrics, num_resamples=200)
-
-
-def pass_at_k_callback(
-    trainer: Any, parts: TrainingParts, script_args: ScriptArguments, training_args: PolyEPOConfig
-) -> PassAtKCallback:
-    """The in-training evaluation on ``parts.eval_rows`` with the recipe's rewards, judge and sampling."""
-    scorer, settings = held_out_scoring(
-        parts, training_args, script_args.eval_num_samples, vote_answer=script_args.eval_vote_answer
-    )
-    return PassAtKCallback(
-        trainer,
-        parts.eval_rows,
-        scorer,
-        settings,
-        int(training_args.eval_steps),
-        training_args.correct_reward_threshold,
-        on_start=script_args.eval_at_start,
-        agent=held_out_agent(parts, training_args),
-    )
-
-
 def model_init_kwargs(model_args: ModelConfig, training_args: PolyEPOConfig) -> dict[str, Any]:
     """``from_pretrained`` arguments from the recipe's model settings, as TRL's own scripts build them (revision,
     trust_remote_code, attn_implementation, dtype); the recipe's ``model_init_kwargs`` has the last word.
@@ -574,53 +503,3 @@ def cpu_slowdowns(training_args: PolyEPOConfig, cuda_available: bool) -> list[st
             "CPU: add `--activation_checkpointing false`."
         )
     return found
-
-
-def resume_checkpoint(training_args: PolyEPOConfig, identity: dict[str, Any] | None = None) -> str | bool | None:
-    """``resume_from_checkpoint`` when set (RecipeError when it is not there), else the last complete
-    ``checkpoint-N`` in ``output_dir`` (as open-r1's scripts do), so a run started again after a crash continues
-    where it stopped. Checkpoints left incomplete by a crash while saving are named and, on the main process,
-    removed: they can never be resumed from. A checkpoint another method wrote (``identity``: this run's,
-    ``trainer.resume.run_identity``) stops the run, on every process alike, before it resumes from it or counts
-    it as done."""
-    given = training_args.resume_from_checkpoint
-    if given is not None:
-        check_resume_from(given)
-        checkpoint = given
-    else:
-        checkpoint = last_complete_checkpoint(training_args.output_dir)
-    if isinstance(checkpoint, str) and identity is not None and (mismatch := identity_mismatch(checkpoint, identity)):
-        raise RecipeError(
-            f"{mismatch} Use another output_dir for this run, or set overwrite_output_dir: true to start afresh in "
-            f"{training_args.output_dir} (its checkpoints are removed first)."
-        )
-    return checkpoint
-
-
-def check_resume_from(given: Any) -> None:
-    """RecipeError for a ``resume_from_checkpoint`` that names no checkpoint: no such folder, or a folder whose
-    ``trainer_state.json`` (every checkpoint's, written last) is missing or unreadable, naming the checkpoints inside
-    it where it holds some (a run's output_dir)."""
-    if not isinstance(given, str) or given.lower() in ("true", "false"):
-        return
-    if not os.path.isdir(given):
-        raise RecipeError(f"resume_from_checkpoint={given!r}: no such folder. Name a checkpoint-N folder.")
-    reason = incomplete_reason(given, 1)
-    if reason is not None:
-        inside, _ = complete_checkpoints(given, 1)
-        hint = f" It holds {inside[-1]!r}: name that." if inside else " Name a checkpoint-N folder a run saved."
-        raise RecipeError(f"resume_from_checkpoint={given!r} is no checkpoint: {reason}.{hint}")
-
-
-def last_complete_checkpoint(output_dir: str) -> str | None:
-    """The last complete ``checkpoint-N`` of ``output_dir`` (incomplete ones named and, on the main process,
-    removed), or None."""
-    complete, incomplete = complete_checkpoints(output_dir, int(os.environ.get("WORLD_SIZE", "1")))
-    for path, reason in incomplete:
-        print(f"skipping {path}: incomplete ({reason}), a save that did not finish", flush=True)
-        if is_main_process():
-            shutil.rmtree(path, ignore_errors=True)
-    if not complete:
-        return None
-    print(f"resuming from {complete[-1]} (the last complete checkpoint in output_dir)", flush=True)
-    return complete[-1]
