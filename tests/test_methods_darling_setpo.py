@@ -73,13 +73,15 @@ def official_darling(rewards: list[float], same) -> list[float]:
 def test_darling_pins_a_worked_group():
     """Four rollouts, classes {0, 1}, {2}, {3}: diversities 2/3, 2/3, 1, 1; rewards 1, 1, 1, 0 make 2/3, 2/3, 1, 0,
     mean 7/12, advantages 1/12, 1/12, 5/12, -7/12. One class for all: every diversity is the floor, 0.1."""
-    clusters = torch.tensor([[0, 0, 1, 2]])
-    assert darling_diversity(clusters)[0].tolist() == pytest.approx([2 / 3, 2 / 3, 1, 1])
-    advantages = darling_advantages(torch.tensor([[1.0, 1, 1, 0]]), clusters)[0]
+    sizes = batch_of([[1.0, 1, 1, 0]], [[0, 0, 1, 2]]).cluster_sizes()
+    assert darling_diversity(sizes)[0].tolist() == pytest.approx([2 / 3, 2 / 3, 1, 1])
+    advantages = darling_advantages(torch.tensor([[1.0, 1, 1, 0]]), darling_diversity(sizes))[0]
     assert advantages.tolist() == pytest.approx([1 / 12, 1 / 12, 5 / 12, -7 / 12])
-    assert darling_diversity(torch.zeros(1, 4, dtype=torch.long)).tolist() == [[0.1] * 4]
-    assert darling_diversity(torch.zeros(1, 4, dtype=torch.long), 0.0).tolist() == [[0.0] * 4]  # the paper's
-    assert darling_advantages(torch.tensor([[1.0]]), torch.tensor([[0]])).tolist() == [[0.0]]  # a group of one
+    one_class = batch_of([[1.0] * 4], [[0] * 4]).cluster_sizes()
+    assert darling_diversity(one_class).tolist() == [[0.1] * 4]
+    assert darling_diversity(one_class, 0.0).tolist() == [[0.0] * 4]  # the paper's
+    alone = darling_diversity(batch_of([[1.0]], [[0]]).cluster_sizes())
+    assert darling_advantages(torch.tensor([[1.0]]), alone).tolist() == [[0.0]]  # a group of one
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -173,6 +175,8 @@ def test_setpo_embedding_kernel_with_the_packaged_minilm():
 def test_setpo_refuses_a_kernel_it_cannot_name():
     with pytest.raises(ValueError, match="setpo_kernel='cosine'"):
         SetPOSettings(setpo_kernel="cosine").check()
+    with pytest.raises(ValueError, match="setpo_kernel 'no_such_module:k' could not be imported"):
+        SetPOSettings(setpo_kernel="no_such_module:k").check()
 
 
 # Both, trained -------------------------------------------------------------------------------------------------------
@@ -185,7 +189,7 @@ def test_trains_through_poly_epo_train(method, tmp_path):
     batch = trainer.last_set_batch
     assert trainer.method.name == method and trainer.state.global_step == 2
     if method == "darling":
-        expected = darling_advantages(batch.rewards, batch.cluster_ids)
+        expected = darling_advantages(batch.rewards, darling_diversity(batch.cluster_sizes()))
     else:
         size = batch.group_size
         groups = range(len(batch.problems))

@@ -44,18 +44,18 @@ class DarlingSettings:
             raise ValueError(f"darling_min_diversity must be in [0, 1], got {self.darling_min_diversity}.")
 
 
-def darling_diversity(cluster_ids: torch.Tensor, min_diversity: float = 0.1) -> torch.Tensor:
-    """max((N - |C(i)|) / (N - 1), min_diversity) of each rollout [G, N]; 0 in a group of one."""
-    size = cluster_ids.shape[1]
+def darling_diversity(cluster_sizes: torch.Tensor, min_diversity: float = 0.1) -> torch.Tensor:
+    """max((N - |C(i)|) / (N - 1), min_diversity) of each rollout, from the class sizes |C(i)| [G, N]
+    (``SetBatch.cluster_sizes``); 0 in a group of one."""
+    size = cluster_sizes.shape[1]
     if size < 2:
-        return torch.zeros(cluster_ids.shape, dtype=torch.float64)
-    same = (cluster_ids.unsqueeze(2) == cluster_ids.unsqueeze(1)).sum(2).to(torch.float64)
-    return ((size - same) / (size - 1)).clamp(min=min_diversity)
+        return torch.zeros(cluster_sizes.shape, dtype=torch.float64)
+    return ((size - cluster_sizes.to(torch.float64)) / (size - 1)).clamp(min=min_diversity)
 
 
-def darling_advantages(rewards: torch.Tensor, cluster_ids: torch.Tensor, min_diversity: float = 0.1) -> torch.Tensor:
+def darling_advantages(rewards: torch.Tensor, diversity: torch.Tensor) -> torch.Tensor:
     """r_i div_i minus its group's mean [G, N] (NaN rewards: left out of the mean, advantage 0)."""
-    shaped = rewards.to(torch.float64) * darling_diversity(cluster_ids, min_diversity)
+    shaped = rewards.to(torch.float64) * diversity
     return torch.nan_to_num(shaped - torch.nanmean(shaped, dim=1, keepdim=True), nan=0.0)
 
 
@@ -74,6 +74,5 @@ def darling_advantages(rewards: torch.Tensor, cluster_ids: torch.Tensor, min_div
 )
 def darling(batch: SetBatch, settings: DarlingSettings) -> tuple[torch.Tensor, dict[str, float]]:
     """[G, N] advantages of the floored rewards times the judge's partition's diversity."""
-    diversity = darling_diversity(batch.cluster_ids, settings.darling_min_diversity)
-    advantages = darling_advantages(batch.floored_rewards(), batch.cluster_ids, settings.darling_min_diversity)
-    return advantages, {"diversity_mean": float(diversity.mean())}
+    diversity = darling_diversity(batch.cluster_sizes(), settings.darling_min_diversity)
+    return darling_advantages(batch.floored_rewards(), diversity), {"diversity_mean": float(diversity.mean())}
