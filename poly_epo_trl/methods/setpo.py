@@ -24,13 +24,13 @@ with k_ij a similarity in [0, 1]. As the authors' port (``liv-daliberti/remax``,
 from __future__ import annotations
 
 import functools
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
 
 from ..judges.embedding import default_embedding_model
+from ..registry import import_callable
 from .base import SetBatch, advantage_method
 from .papers import SETPO_PAPER
 
@@ -60,6 +60,7 @@ class SetPOSettings:
                 f"setpo_kernel={self.setpo_kernel!r}: use 'embedding' or 'package.module:function' (a function "
                 "(completions) -> [N, N] similarity)."
             )
+        kernel_function(self)  # one of one's own is imported here, before the run, not at its first step
 
 
 def setpo_marginals(kernel: torch.Tensor) -> torch.Tensor:
@@ -95,8 +96,7 @@ def kernel_function(settings: SetPOSettings) -> Callable[[list[str]], torch.Tens
     """The run's k: completions -> [N, N]."""
     if settings.setpo_kernel == "embedding":
         return functools.partial(embedding_kernel, model=settings.setpo_embedding_model)
-    module, _, name = settings.setpo_kernel.partition(":")
-    return getattr(importlib.import_module(module), name)
+    return import_callable(settings.setpo_kernel, "setpo_kernel", "use 'embedding' or 'package.module:function'.")
 
 
 @advantage_method(

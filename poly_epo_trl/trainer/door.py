@@ -61,7 +61,7 @@ def check_grpo_settings(args: Any, typed: bool = False) -> None:
     hints = typing.get_type_hints(type(args))
     nulls = [f.name for f in fields(args) if getattr(args, f.name) is None and hints.get(f.name) in (int, float, bool)]
     check_field_types(args, nulls, none_allowed=False)  # a recipe's null for a number that takes none
-    check_mapping_texts(args)
+    check_mapping_texts(args, hints)
     check_numbers(args)
     check_counts(args)
     check_sampling(args)
@@ -75,14 +75,13 @@ def check_grpo_settings(args: Any, typed: bool = False) -> None:
 PATH_OR_MAPPING = ("accelerator_config", "fsdp_config")  # a JSON file's path, or the mapping (deepspeed: check_extras)
 
 
-def check_mapping_texts(args: Any) -> None:
+def check_mapping_texts(args: Any, hints: dict[str, Any]) -> None:
     """A mapping setting given as text (a recipe's string, a command line's JSON), before transformers or TRL read
     it: blank is refused (it would be dropped without a word), and text that is not a JSON object is refused with
     the field's name (transformers' json error names none); a ``*_kwargs`` field takes no other text, and
-    ``PATH_OR_MAPPING`` fields may name a file."""
+    ``PATH_OR_MAPPING`` fields may name a file. ``hints``: the fields' types (``typing.get_type_hints``)."""
     from trl import GRPOConfig
 
-    hints = typing.get_type_hints(type(args))
     theirs = {spec.name for spec in fields(GRPOConfig)}  # the fields this package adds check their own texts
     for spec in fields(args):
         value = getattr(args, spec.name)
